@@ -1,0 +1,163 @@
+"""The node graph of the interchange format: data classes, reading and writing JSON.
+
+Reading goes through `validate.validate`, so a `Graph` built from a document has
+passed every check of the format; `Graph` objects built in code are checked by
+calling `graph.validated()`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from .errors import GraphError, LowerError
+
+FORMAT = "egraph-lower/graph"
+VERSION = 1
+MAX_FILE_BYTES = 1 << 31
+
+
+@dataclass(frozen=True)
+class Node:
+    id: int
+    op: str
+    inputs: tuple[int, ...]
+    shape: tuple[int, ...]
+    dtype: str
+    attrs: dict[str, Any] = field(default_factory=dict)
+    name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "op": self.op}
+        if self.attrs:
+            d["attrs"] = self.attrs
+        d.update(inputs=list(self.inputs), shape=list(self.shape), dtype=self.dtype)
+        if self.name is not None:
+            d["name"] = self.name
+        return d
+
+
+@dataclass
+class Graph:
+    nodes: list[Node]
+    outputs: list[int]
+    name: str | None = None
+
+    @cached_property
+    def by_id(self) -> dict[int, Node]:
+        return {n.id: n for n in self.nodes}
+
+    def node(self, node_id: int) -> Node:
+        return self.by_id[node_id]
+
+    def op_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for n in self.nodes:
+            counts[n.op] = counts.get(n.op, 0) + 1
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"format": FORMAT, "version": VERSION}
+        if self.name is not None:
+            d["name"] = self.name
+        d["nodes"] = [n.to_dict() for n in self.nodes]
+        d["outputs"] = list(self.outputs)
+        return d
+
+    def to_json(self) -> str:
+        """The document, one node a line: diffable and still plain JSON."""
+        head = {"format": FORMAT, "version": VERSION}
+        if self.name is not None:
+            head["name"] = self.name
+        lines = ["{"]
+        lines += [f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()]
+        lines.append('  "nodes": [')
+        body = [f"    {json.dumps(n.to_dict(), separators=(', ', ': '))}" for n in self.nodes]
+        lines.append(",\n".join(body))
+        lines.append("  ],")
+        lines.append(f'  "outputs": {json.dumps(list(self.outputs))}')
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> Graph:
+        from .validate import validate
+
+        return validate(doc)
+
+    @classmethod
+    def from_json(cls, text: str) -> Graph:
+        return cls.from_dict(parse_json(text))
+
+    def validated(self) -> Graph:
+        """This graph after a full round of the format's checks (raises GraphError)."""
+        return Graph.from_dict(self.to_dict())
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in d:
+            raise GraphError(f"duplicate key {k!r} in a JSON object")
+        d[k] = v
+    return d
+
+
+def _no_constant(name: str) -> Any:
+    raise GraphError(f"{name} is not JSON (non-finite numbers are not allowed)")
+
+
+def parse_json(text: str) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise GraphError(f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except RecursionError:
+        raise GraphError("JSON nested too deeply") from None
+
+
+def read_text(path: str | os.PathLike[str], what: str = "graph") -> str:
+    """A file's text, or a one-line LowerError for missing, unreadable, huge or binary files."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise LowerError(f"cannot read {what} {str(p)!r}: it is a directory")
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise LowerError(f"cannot read {what} {str(p)!r}: {size} bytes is too large")
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise LowerError(f"cannot read {what} {str(p)!r}: no such file") from None
+    except PermissionError:
+        raise LowerError(f"cannot read {what} {str(p)!r}: permission denied") from None
+    except OSError as e:
+        raise LowerError(f"cannot read {what} {str(p)!r}: {e.strerror}") from None
+    if b"\x00" in data:
+        raise LowerError(f"cannot read {what} {str(p)!r}: binary file, expected JSON text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise LowerError(f"cannot read {what} {str(p)!r}: not UTF-8 text (byte {e.start})") from None
+
+
+def load_graph(path: str | os.PathLike[str]) -> Graph:
+    """Read and validate a graph document (raises LowerError with a one-line message)."""
+    return Graph.from_json(read_text(path))
+
+
+def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
+    """Write beside the target, then rename: a failed run never leaves a half-written file."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
+    mode = "wb" if isinstance(data, bytes) else "w"
+    try:
+        with open(tmp, mode) as f:
+            f.write(data)
+        os.replace(tmp, p)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
