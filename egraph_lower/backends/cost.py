@@ -1,0 +1,80 @@
+"""The cost of one kernel: launches, bytes moved, arithmetic.
+
+    cost = launch + byte * (bytes read + bytes written) + flop * work
+
+`work` is elements times a weight for the op (a transcendental costs more than
+an add). A broadcast scalar operand is one element, so it costs next to nothing;
+a fused backward kernel reads x and dy and writes one tensor, so it beats any
+chain of elementwise kernels that each read and write a tensor of that size.
+Reshape and Expand move no data: a fixed small `view` cost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..dtypes import ITEMSIZE
+
+Meta = tuple[tuple[int, ...], "str | None"]
+
+# Work per output element, by op and kind: 1 is an add.
+CHEAP_KINDS = frozenset({"Relu", "Neg", "Abs", "Sign", "Round", "Floor", "Ceil"})
+TRANSCENDENTAL_KINDS = frozenset({"Exp", "Log", "Sqrt", "Rsqrt", "Recip", "Sigmoid", "Tanh", "Sin", "Cos"})
+BINARY_WEIGHT = {"Add": 1.0, "Sub": 1.0, "Mul": 1.0, "Max": 1.0, "Min": 1.0, "Div": 2.0, "Pow": 8.0}
+
+
+def activation_weight(kind: str) -> float:
+    if kind in CHEAP_KINDS:
+        return 1.0
+    if kind in TRANSCENDENTAL_KINDS:
+        return 4.0
+    return 10.0  # composite kinds: Gelu, Erf, Tan, Atan, Softplus, Mish, ...
+
+
+@dataclass(frozen=True)
+class CostModel:
+    launch: float
+    byte: float
+    flop: float
+    view: float
+    weights: Mapping[str, float] = field(default_factory=dict)  # "Activation.Erf" -> work per element
+
+    def weight(self, op: str, kind: str | None) -> float:
+        key = f"{op}.{kind}" if kind else op
+        if key in self.weights:
+            return self.weights[key]
+        if op in self.weights:
+            return self.weights[op]
+        if op == "Activation":
+            return activation_weight(kind or "")
+        if op == "ActivationBackward":
+            return activation_weight(kind or "") + 2.0
+        if op == "Binary":
+            return BINARY_WEIGHT.get(kind or "", 1.0)
+        if op == "BatchNormInference":
+            return 4.0
+        if op.startswith("BatchNormInferenceBackward"):
+            return 3.0
+        return 1.0
+
+    def node_cost(self, op: str, kind: str | None, inputs: Sequence[Meta], out: Meta) -> float:
+        """The cost of one node computing `out` from `inputs` (dtype None: a scalar literal)."""
+        if op in ("Input", "Param", "Constant"):
+            return 0.0
+        if op in ("Reshape", "Expand"):
+            return self.view
+        out_dtype = out[1] or "f32"
+        out_elems = math.prod(out[0])
+        moved = out_elems * ITEMSIZE[out_dtype]
+        for shape, dtype in inputs:
+            moved += math.prod(shape) * ITEMSIZE[dtype or out_dtype]
+        if op == "MatMul":
+            k = inputs[0][0][-1] if inputs[0][0] else 1
+            work = 2.0 * out_elems * k
+        elif op == "Reduce":
+            work = float(math.prod(inputs[0][0]))
+        else:
+            work = out_elems * self.weight(op, kind)
+        return self.launch + self.byte * moved + self.flop * work

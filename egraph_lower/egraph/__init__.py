@@ -1,0 +1,1 @@
+"""The e-graph side: the language, bulk loading, saturation under limits, frozen tables."""

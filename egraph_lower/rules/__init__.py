@@ -1,0 +1,47 @@
+"""The rule catalogue: every rewrite, stated once in the notation of `dsl`.
+
+Groups:
+- `backward`  a backward op expanded into other ops;
+- `relation`  relates two forms of the same gradient (input/output form, ReluBackward);
+- `forward`   a forward op in terms of others (for wgpu's missing activations).
+
+A rule runs only for targets that lack what it rewrites away (`select`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from . import activations, batchnorm, forward
+from .dsl import Rule
+
+ALL_RULES: tuple[Rule, ...] = activations.RULES + batchnorm.RULES + forward.RULES
+
+
+def _check_unique(rules: Iterable[Rule]) -> None:
+    seen: set[str] = set()
+    for r in rules:
+        if r.name in seen:
+            raise ValueError(f"two rules are named {r.name!r}")
+        seen.add(r.name)
+
+
+_check_unique(ALL_RULES)
+BY_NAME: dict[str, Rule] = {r.name: r for r in ALL_RULES}
+
+
+def select(missing: frozenset[str] | None = None) -> tuple[Rule, ...]:
+    """The rules worth running for targets that lack the ops labelled in `missing`.
+
+    Capability gating: a rule runs only when some target lacks what it rewrites
+    away, so an op a backend runs natively is kept as it is (on `cpu` nothing is
+    expanded); among the expansions of what it lacks, extraction picks by cost.
+    `missing=None` means every rule.
+    """
+    if missing is None:
+        return ALL_RULES
+    return tuple(r for r in ALL_RULES if _lacks(r.lowers, missing))
+
+
+def _lacks(label: str, missing: frozenset[str]) -> bool:
+    return label in missing or label.split(".")[0] in missing
