@@ -118,6 +118,8 @@ def parse_json(text: str) -> Any:
         raise GraphError(f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
     except RecursionError:
         raise GraphError("JSON nested too deeply") from None
+    except ValueError as e:  # a number beyond Python's int-string conversion limit (4300 digits)
+        raise GraphError(f"malformed JSON: {str(e).split(';')[0]}") from None
 
 
 def read_text(path: str | os.PathLike[str], what: str = "graph") -> str:
