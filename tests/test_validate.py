@@ -1,0 +1,525 @@
+"""The checks of the graph format: every class of bad document, and shape/dtype inference."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from egraph_lower import ops
+from egraph_lower import validate as v
+from egraph_lower.errors import GraphError
+from egraph_lower.graph import Graph
+from egraph_lower.validate import broadcast_shapes, check_attrs, infer, validate
+
+# ---- building documents ---------------------------------------------------------------------------
+
+
+def node(nid: Any, op: str, inputs=(), shape=(), dtype="f32", attrs=None, **extra: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"id": nid, "op": op}
+    if attrs is not None:
+        d["attrs"] = attrs
+    d.update(inputs=list(inputs), shape=list(shape), dtype=dtype, **extra)
+    return d
+
+
+def inp(nid: int, shape=(), dtype="f32", name: str | None = None) -> dict[str, Any]:
+    return node(nid, "Input", (), shape, dtype, {"name": name or f"x{nid}"})
+
+
+def doc(*nodes: dict[str, Any], outputs: list[Any] | None = None, **top: Any) -> dict[str, Any]:
+    if outputs is None:
+        outputs = [nodes[-1].get("id", 0)] if nodes else []
+    return {"format": "egraph-lower/graph", "version": 1, **top, "nodes": list(nodes), "outputs": outputs}
+
+
+def one(op: str, ins, shape, dtype="f32", attrs=None, **extra: Any) -> dict[str, Any]:
+    """A document of one Input per (shape, dtype) in `ins`, then node 9 = op(inputs)."""
+    leaves = [inp(i, s, d) for i, (s, d) in enumerate(ins)]
+    return doc(*leaves, node(9, op, range(len(ins)), shape, dtype, attrs, **extra))
+
+
+def bad(d: Any, *words: str, node: int | None = None) -> str:
+    with pytest.raises(GraphError) as e:
+        validate(d)
+    msg = str(e.value)
+    assert "\n" not in msg and len(msg) < 400, msg
+    for w in words:
+        assert w.lower() in msg.lower(), f"{w!r} not in {msg!r}"
+    if node is not None:
+        assert e.value.node == node and msg.startswith(f"node {node}"), msg
+    return msg
+
+
+F, X48 = "f32", ([4, 8], "f32")
+GOOD = one("Binary", [X48, X48], [4, 8], attrs={"op": "Add"})
+
+# A valid document with every op of the format.
+ALL_OPS = doc(
+    inp(0, [2, 3]), node(1, "Param", (), [3], F, {"name": "g"}, name="gamma"), inp(2, [3], name="b"),
+    inp(3, [3], name="m"), inp(4, [3], name="v"), inp(5, [2, 3], name="dy"),
+    node(6, "Constant", (), [2, 3], F, {"value": [[1, 2, 3], [4.5, -5, 0]]}),
+    node(7, "Activation", [0], [2, 3], F, {"kind": "Gelu"}),
+    node(8, "Binary", [7, 6], [2, 3], F, {"op": "Pow"}),
+    node(10, "Compare", [8, 6], [2, 3], "bool", {"op": "Ge"}),
+    node(11, "Where", [10, 8, 7], [2, 3], F),
+    node(12, "Cast", [11], [2, 3], "f16", {"to": "f16"}),
+    node(13, "Expand", [1], [4, 3], F, {"shape": [4, 3]}),
+    node(14, "Reshape", [13], [2, 6], F, {"shape": [2, 6]}),
+    node(15, "Transpose", [14], [6, 2], F, {"perm": [1, 0]}),
+    node(16, "Reduce", [15], [1, 2], F, {"op": "Mean", "axes": [0], "keep_dim": True}),
+    node(17, "MatMul", [0, 1], [2], F),
+    node(18, "BatchNormInference", [0, 1, 2, 3, 4], [2, 3], F, {"eps": 1e-5}),
+    node(19, "ReluBackward", [0, 5], [2, 3], F),
+    node(20, "ActivationBackward", [7, 5], [2, 3], F, {"kind": "Sigmoid", "wrt": "output"}),
+    node(21, "BatchNormInferenceBackwardInput", [0, 1, 3, 4, 5], [2, 3], F, {"eps": 0}),
+    node(22, "BatchNormInferenceBackwardGamma", [0, 3, 4, 5], [3], F, {"eps": 0.001}),
+    node(23, "BatchNormInferenceBackwardBeta", [5], [3], F),
+    outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23], name="all ops",
+)
+
+
+def test_valid_documents() -> None:
+    g = validate(ALL_OPS)
+    assert {n.op for n in g.nodes} == set(ops.OPS)
+    assert g.outputs == ALL_OPS["outputs"] and g.name == "all ops"
+    assert g.node(1).name == "gamma" and g.node(16).shape == (1, 2)
+    assert validate(GOOD).node(9).dtype == "f32"
+    assert validate(doc()).nodes == []  # an empty graph is a (useless) graph
+
+
+# ---- the document and its nodes -------------------------------------------------------------------
+
+DOC_CASES = [
+    ([], ["JSON object", "list"]),
+    ("graph", ["JSON object", "str"]),
+    ({**GOOD, "format": "egraph-lower/graf"}, ["format", "graf"]),
+    ({k: x for k, x in GOOD.items() if k != "format"}, ["missing", "format"]),
+    ({**GOOD, "version": 2}, ["version", "2"]),
+    ({**GOOD, "version": True}, ["version", "True"]),
+    ({**GOOD, "version": 1.0}, ["version", "1.0"]),
+    ({k: x for k, x in GOOD.items() if k != "version"}, ["missing", "version"]),
+    ({**GOOD, "extra": 1}, ["unknown top-level key", "extra"]),
+    ({k: x for k, x in GOOD.items() if k != "nodes"}, ["missing", "nodes"]),
+    ({k: x for k, x in GOOD.items() if k != "outputs"}, ["missing", "outputs"]),
+    ({**GOOD, "nodes": {}}, ["nodes", "list"]),
+    ({**GOOD, "outputs": 9}, ["outputs", "list"]),
+    ({**GOOD, "name": 7}, ["name", "string"]),
+    ({**GOOD, "outputs": [9, 4]}, ["outputs[1]", "4", "not the id"]),
+    ({**GOOD, "outputs": [True]}, ["outputs[0]", "True"]),
+    ({**GOOD, "nodes": [[0]]}, ["nodes[0]", "object"]),
+    (doc({"op": "Input"}), ["nodes[0]", "id"]),
+    (doc(inp(-1)), ["nodes[0]", "-1", "non-negative integer"]),
+    (doc(inp(True)), ["nodes[0]", "True", "non-negative integer"]),  # bools are not integers
+    (doc(inp(1.0)), ["nodes[0]", "1.0", "non-negative integer"]),
+    (doc(inp("3")), ["nodes[0]", "'3'", "non-negative integer"]),
+]
+
+
+@pytest.mark.parametrize("d, words", DOC_CASES)
+def test_bad_documents(d: Any, words: list[str]) -> None:
+    bad(d, *words)
+
+
+x0 = inp(0, [4, 8])
+NODE_CASES = [
+    (doc({"id": 3, "inputs": [], "shape": [], "dtype": F}), 3, ["missing key 'op'"]),
+    (doc(node(3, "Gelu")), 3, ["unknown op 'Gelu'"]),
+    (doc(node(3, ["Input"])), 3, ["unknown op"]),
+    (doc({**inp(3), "extra": 1}), 3, ["Input", "unknown key 'extra'"]),
+    (doc({k: x for k, x in inp(3).items() if k != "shape"}), 3, ["missing key 'shape'"]),
+    (doc({k: x for k, x in inp(3).items() if k != "inputs"}), 3, ["missing key 'inputs'"]),
+    (doc({k: x for k, x in inp(3).items() if k != "dtype"}), 3, ["missing key 'dtype'"]),
+    (doc(inp(3), inp(3, name="y")), 3, ["duplicate id 3"]),
+    (doc(x0, node(2, "Activation", [0, 0], [4, 8], F, {"kind": "Exp"})), 2, ["takes 1 input (x)", "got 2"]),
+    (doc(x0, inp(2, [4, 8], name="y") | {"inputs": [0]}), 2, ["takes 0 inputs", "got 1"]),
+    (doc(x0, node(2, "Activation", (), [4, 8], F, {"kind": "Exp"}) | {"inputs": 0}), 2, ["inputs", "list"]),
+    (doc(x0, node(2, "Activation", [True], [4, 8], F, {"kind": "Exp"})), 2, ["inputs", "list of node ids"]),
+    (doc(x0, node(2, "Activation", [1], [4, 8], F, {"kind": "Exp"})), 2, ["input 1", "not the id of any"]),
+    (doc(x0, node(5, "Activation", [9], [4, 8], F, {"kind": "Exp"}), node(9, "Activation", [0], [4, 8], F,
+                                                                          {"kind": "Exp"})),
+     5, ["input 9", "not defined before it", "topological order"]),
+    (doc(x0, node(5, "Activation", [5], [4, 8], F, {"kind": "Exp"})), 5, ["input 5", "itself", "cycle"]),
+    (doc(inp(0, [4], "f8")), 0, ["unknown dtype 'f8'"]),
+    (doc(inp(0, [4], None)), 0, ["unknown dtype None"]),
+    (doc(inp(0) | {"shape": 4}), 0, ["shape 4", "list of non-negative integers"]),
+    (doc(inp(0, [4, -2])), 0, ["shape [4, -2]", "negative"]),
+    (doc(inp(0, [4, True])), 0, ["shape [4, True]", "non-negative integers"]),
+    (doc(inp(0, [4.0])), 0, ["shape [4.0]", "non-negative integers"]),
+    (doc(inp(0, [2**62 + 1])), 0, ["too large"]),
+    (doc(inp(0, [2**31, 2**31, 2])), 0, ["too large", "2**62"]),
+    (doc(inp(0) | {"name": 3}), 0, ["name must be a string"]),
+    (doc(inp(0) | {"attrs": ["name", "x"]}), 0, ["attrs must be an object"]),
+    (doc(inp(0, [2]), inp(1, [3], name="x0")), 1, ["name 'x0'", "node 0"]),
+]
+
+
+@pytest.mark.parametrize("d, nid, words", NODE_CASES)
+def test_bad_nodes(d: Any, nid: int, words: list[str]) -> None:
+    bad(d, *words, node=nid)
+
+
+def test_huge_shapes_are_fine_to_declare() -> None:
+    g = validate(doc(inp(0, [2**31, 2**31]), inp(1, [0, 2**62]), inp(2, [2**40, 2**40, 0])))
+    assert g.node(0).shape == (2**31, 2**31)
+
+
+def test_shared_input_names_must_agree() -> None:
+    validate(doc(inp(0, [2], name="x"), node(1, "Param", (), [2], F, {"name": "x"})))
+    bad(doc(inp(0, [2], name="x"), inp(1, [2], "f16", name="x")), "name 'x'", "node 0", "f32", node=1)
+
+
+# ---- attributes ------------------------------------------------------------------------------------
+
+XI = ([4, 8], "i32")
+ATTR_CASES = [
+    (one("Binary", [X48, X48], [4, 8]), ["missing attribute 'op'"]),
+    (one("Binary", [X48, X48], [4, 8], attrs={}), ["missing attribute 'op'"]),
+    (one("Where", [([4, 8], "bool"), X48, X48], [4, 8], attrs={"foo": 1}), ["unknown attribute 'foo'", "no attrib"]),
+    (one("Reduce", [X48], [8], attrs={"op": "Sum", "axes": [0], "keepdim": True}), ["unknown attribute 'keepdim'"]),
+    (doc(node(0, "Input", (), [2], F)), ["missing attribute 'name'"]),
+    (doc(node(0, "Input", (), [2], F, {"name": ""})), ["'name'", "non-empty string"]),
+    (doc(node(0, "Param", (), [2], F, {"name": 5})), ["'name'", "string", "5"]),
+    (doc(node(0, "Constant", (), [2], F)), ["missing attribute 'value'"]),
+    (one("Activation", [X48], [4, 8], attrs={"kind": "Gelux"}), ["unknown kind 'Gelux'", "GeluApprox"]),
+    (one("Activation", [X48], [4, 8], attrs={"kind": 3}), ["unknown kind 3"]),
+    (one("Binary", [X48, X48], [4, 8], attrs={"op": "Mod"}), ["unknown binary op 'Mod'"]),
+    (one("Binary", [X48, X48], [4, 8], attrs={"op": "Eq"}), ["unknown binary op 'Eq'"]),
+    (one("Compare", [X48, X48], [4, 8], "bool", {"op": "Equal"}), ["unknown compare op 'Equal'"]),
+    (one("Reduce", [X48], [8], attrs={"op": "Prod", "axes": [0]}), ["unknown reduce op 'Prod'"]),
+    (one("Cast", [X48], [4, 8], attrs={"to": "f8"}), ["unknown 'to' dtype 'f8'"]),
+    (one("Cast", [X48], [4, 8], attrs={"to": None}), ["unknown 'to' dtype None"]),
+    (one("Reduce", [X48], [8], attrs={"op": "Sum", "axes": 0}), ["'axes'", "list of integers"]),
+    (one("Reduce", [X48], [8], attrs={"op": "Sum", "axes": [False]}), ["'axes'", "list of integers"]),
+    (one("Reduce", [X48], [8], attrs={"op": "Sum", "axes": [0], "keep_dim": 1}), ["'keep_dim'", "true or false"]),
+    (one("Transpose", [X48], [8, 4], attrs={"perm": [1.0, 0]}), ["'perm'", "list of integers"]),
+    (one("Expand", [X48], [4, 8], attrs={"shape": "4,8"}), ["attribute 'shape'", "non-negative integers"]),
+    (one("Reshape", [X48], [32], attrs={"shape": [-1]}), ["-1 is not allowed"]),
+    (one("Reshape", [X48], [32], attrs={"shape": [2**63]}), ["attribute 'shape'", "too large"]),
+    (one("ActivationBackward", [X48, X48], [4, 8], attrs={"kind": "Gelux"}), ["unknown kind 'Gelux'"]),
+    (one("ActivationBackward", [X48, X48], [4, 8], attrs={"kind": "Gelu", "wrt": "output"}),
+     ["wrt 'output'", "'Gelu'", "Sigmoid"]),
+    (one("ActivationBackward", [X48, X48], [4, 8], attrs={"kind": "Tanh", "wrt": "y"}), ["unknown wrt 'y'"]),
+    (one("BatchNormInferenceBackwardBeta", [X48], [8], attrs={"eps": 1e-5}), ["unknown attribute 'eps'"]),
+]
+for eps in ("1e-5", True, -1e-5, None, [1e-5]):
+    ATTR_CASES.append((one("BatchNormInference", [X48] + [([8], F)] * 4, [4, 8], attrs={"eps": eps}),
+                       ["'eps'", "finite number >= 0"]))
+ATTR_CASES.append((one("BatchNormInference", [X48] + [([8], F)] * 4, [4, 8], attrs={"eps": math.inf}), ["'eps'"]))
+
+
+@pytest.mark.parametrize("d, words", ATTR_CASES)
+def test_bad_attributes(d: Any, words: list[str]) -> None:
+    bad(d, *words, node=max(n["id"] for n in d["nodes"]))
+
+
+def test_optional_attributes_may_be_omitted_and_are_kept_as_written() -> None:
+    g = validate(one("Reduce", [X48], [8], attrs={"op": "Sum", "axes": [0]}))
+    assert g.node(9).attrs == {"op": "Sum", "axes": [0]}  # no keep_dim added
+    g = validate(one("ActivationBackward", [X48, X48], [4, 8], attrs={"kind": "Gelu"}))
+    assert g.node(9).attrs == {"kind": "Gelu"}
+    validate(one("ActivationBackward", [X48, X48], [4, 8], attrs={"kind": "Gelu", "wrt": "input"}))
+    validate(one("Where", [([4, 8], "bool"), X48, X48], [4, 8], attrs={}))
+
+
+def test_attribute_checkers_cover_the_op_table() -> None:
+    for name, spec in ops.OPS.items():
+        assert set(v._ATTR_CHECKS.get(name, {})) == set(spec.attrs), name
+
+
+# ---- constants -------------------------------------------------------------------------------------
+
+
+def const(value: Any, shape, dtype="f32") -> dict[str, Any]:
+    return doc(node(0, "Constant", (), shape, dtype, {"value": value}))
+
+
+@pytest.mark.parametrize("value, shape, dtype", [
+    (1.5, [], F), (2, [2, 3], F), ([[1, 2.5], [3, 4]], [2, 2], F), ([], [0], F), ([[], []], [2, 0], "i32"),
+    ([], [0, 5], F), ([True, False], [2], "bool"), (False, [3], "bool"), (-(2**31), [], "i32"),
+    (2.0, [], "i32"), (2**63 - 1, [], "i64"), (65504.0, [], "f16"), (65519.0, [], "f16"), (3e38, [], "bf16"),
+    (1e300, [], "f64"), (1e-50, [], "f16"), (7, [2**40], "i64"),
+])
+def test_good_constants(value: Any, shape: list[int], dtype: str) -> None:
+    assert validate(const(value, shape, dtype)).node(0).attrs["value"] == value
+
+
+@pytest.mark.parametrize("value, shape, dtype, words", [
+    ([1, 2, 3], [2], F, ["shape [3]", "not [2]"]),
+    ([[1, 2]], [2, 2], F, ["shape [1, 2]", "not [2, 2]"]),
+    ([[1, 2], [3]], [2, 2], F, ["ragged"]),
+    ([[1, 2], 3], [2, 2], F, ["ragged"]),
+    ([1, [2]], [2], F, ["not [2]"]),
+    ([1.0], [], F, ["not []"]),
+    ([[[1]]], [1, 1], F, ["shape [1, 1, 1]"]),
+    ([], [], F, ["shape [0]", "not []"]),
+    ([1, 2], [2**40], F, ["not [1099511627776]"]),
+    (1, [], "bool", ["value 1", "not a bool", "true or false"]),
+    ([True, 0], [2], "bool", ["value 0", "not a bool"]),
+    (True, [], F, ["value True", "not a number"]),
+    (False, [], "i32", ["not a number"]),
+    ("1.5", [], F, ["'1.5'", "not a number"]),
+    (None, [], F, ["None", "not a number"]),
+    ({"re": 1}, [], F, ["not a number"]),
+    (1.5, [], "i32", ["value 1.5", "not an integer", "i32"]),
+    (2**31, [], "i32", ["2147483648", "out of range", "i32"]),
+    (-(2**63) - 1, [], "i64", ["out of range", "i64"]),
+    (1e20, [], "i64", ["out of range"]),
+    (math.inf, [], F, ["inf", "not finite"]),
+    (math.nan, [], "f64", ["nan", "not finite"]),
+    (65520.0, [], "f16", ["overflows f16"]),
+    (-1e39, [], F, ["overflows f32"]),
+    (10**400, [], "f64", ["overflows f64"]),
+    (1e39, [], "bf16", ["overflows bf16"]),
+])
+def test_bad_constants(value: Any, shape: list[int], dtype: str, words: list[str]) -> None:
+    bad(const(value, shape, dtype), "Constant", *words, node=0)
+
+
+def test_number_tokens_beyond_float_are_not_finite() -> None:
+    d = json.loads('{"format": "egraph-lower/graph", "version": 1, "outputs": [0], "nodes": [{"id": 0, '
+                   '"op": "Constant", "attrs": {"value": [1e400]}, "inputs": [], "shape": [1], "dtype": "f64"}]}')
+    bad(d, "not finite", node=0)
+
+
+# ---- ops: shapes and dtypes ------------------------------------------------------------------------
+
+B48, I48 = ([4, 8], "bool"), ([4, 8], "i32")
+ADD, LT = {"op": "Add"}, {"op": "Lt"}
+OP_CASES = [
+    (one("Binary", [X48, ([3], F)], [4, 8], attrs=ADD), ["Binary", "inputs have shapes [4, 8] and [3]", "broadcast"]),
+    (one("Binary", [X48, ([8], "f16")], [4, 8], attrs=ADD), ["different dtypes f32 and f16", "promotion"]),
+    (one("Binary", [B48, B48], [4, 8], "bool", ADD), ["Add on bool"]),
+    (one("Binary", [X48, ([8], F)], [8], attrs=ADD), ["declared shape [8]", "[4, 8]"]),
+    (one("Binary", [X48, X48], [4, 8], "f16", ADD), ["declared dtype f16", "f32"]),
+    (one("Compare", [X48, X48], [4, 8], F, LT), ["declared dtype f32", "bool"]),
+    (one("Compare", [X48, I48], [4, 8], "bool", LT), ["different dtypes f32 and i32"]),
+    (one("Compare", [X48, ([5, 1, 3], F)], [5, 4, 8], "bool", LT), ["[4, 8] and [5, 1, 3]", "broadcast"]),
+    (one("Where", [X48, X48, X48], [4, 8], F), ["cond must be bool", "f32"]),
+    (one("Where", [B48, X48, I48], [4, 8], F), ["different dtypes f32 and i32"]),
+    (one("Where", [([2, 1, 1], "bool"), ([3, 1], F), ([4, 8], F)], [2, 4, 8], F), ["[2, 1, 1] and [3, 1] and [4, 8]"]),
+    (one("Cast", [X48], [4, 8], F, {"to": "i64"}), ["declared dtype f32", "i64"]),
+    (one("Expand", [X48], [4, 9], attrs={"shape": [4, 9]}), ["cannot expand shape [4, 8] to [4, 9]"]),
+    (one("Expand", [X48], [8], attrs={"shape": [8]}), ["cannot expand shape [4, 8] to [8]"]),
+    (one("Expand", [([0], F)], [1], attrs={"shape": [1]}), ["cannot expand shape [0] to [1]"]),
+    (one("Expand", [X48], [4, 8], attrs={"shape": [4, 9]}), ["cannot expand"]),
+    (one("Reshape", [X48], [3, 10], attrs={"shape": [3, 10]}), ["[4, 8] (32 elements)", "[3, 10] (30 elements)"]),
+    (one("Transpose", [X48], [4, 4], attrs={"perm": [0, 0]}), ["perm [0, 0]", "not a permutation", "2 axes"]),
+    (one("Transpose", [X48], [4], attrs={"perm": [0]}), ["perm [0]", "not a permutation"]),
+    (one("Transpose", [X48], [4, 8], attrs={"perm": [-2, -1]}), ["not a permutation"]),
+    (one("Reduce", [X48], [4], attrs={"op": "Sum", "axes": [2]}), ["axis 2", "out of range", "rank 2"]),
+    (one("Reduce", [X48], [4], attrs={"op": "Sum", "axes": [-1]}), ["axis -1", "out of range", "negative"]),
+    (one("Reduce", [X48], [], attrs={"op": "Sum", "axes": [0, 1, 0]}), ["axes [0, 1, 0]", "repeat"]),
+    (one("Reduce", [I48], [8], "i32", {"op": "Mean", "axes": [0]}), ["Mean on i32", "Cast"]),
+    (one("Reduce", [B48], [8], "bool", {"op": "Sum", "axes": [0]}), ["Sum on bool"]),
+    (one("Reduce", [([0, 3], F)], [3], attrs={"op": "Max", "axes": [0]}), ["Max", "length 0"]),
+    (one("Reduce", [X48], [8], attrs={"op": "Sum", "axes": [0], "keep_dim": True}), ["declared shape [8]", "[1, 8]"]),
+    (one("Activation", [I48], [4, 8], "i32", {"kind": "Gelu"}), ["Gelu needs a float dtype", "i32", "Relu"]),
+    (one("Activation", [B48], [4, 8], "bool", {"kind": "Relu"}), ["Relu needs a float dtype", "bool"]),
+    (one("ReluBackward", [I48, I48], [4, 8], "i32"), ["float dtype", "i32"]),
+    (one("ReluBackward", [X48, ([8], F)], [8]), ["x has shape [4, 8]", "dy has shape [8]"]),
+    (one("ActivationBackward", [X48, ([4, 8], "f16")], [4, 8], "f16", {"kind": "Exp"}), ["different dtypes"]),
+    (one("ActivationBackward", [I48, I48], [4, 8], "i32", {"kind": "Abs"}), ["float dtype", "i32"]),
+    (one("ActivationBackward", [X48, ([4, 1], F)], [4, 8], F, {"kind": "Exp", "wrt": "output"}),
+     ["y has shape [4, 8]", "dy has shape [4, 1]"]),
+    (one("MatMul", [([2, 3], F), ([4, 5], F)], [2, 5]), ["[2, 3] and [4, 5]", "inner dimensions 3 and 4"]),
+    (one("MatMul", [([3], F), ([4], F)], []), ["inner dimensions 3 and 4"]),
+    (one("MatMul", [([], F), ([4], F)], []), ["rank >= 1", "[] and [4]"]),
+    (one("MatMul", [([2, 2, 3], F), ([3, 3, 4], F)], [3, 2, 4]), ["batch dimensions do not broadcast"]),
+    (one("MatMul", [([2, 3], F), ([3], "f64")], [2]), ["different dtypes f32 and f64"]),
+    (one("MatMul", [([2, 3], "bool"), ([3], "bool")], [2], "bool"), ["bool", "no arithmetic"]),
+    (one("MatMul", [([2, 3], F), ([3], F)], [2, 1]), ["declared shape [2, 1]", "give [2]"]),
+]
+C8 = ([8], F)
+BN = "BatchNormInference"
+OP_CASES += [
+    (one(BN, [X48, C8, ([4], F), C8, C8], [4, 8], F, {"eps": 0}), ["beta has shape [4]", "expected [8]"]),
+    (one(BN, [X48, C8, C8, C8, ([8], "f16")], [4, 8], F, {"eps": 0}), ["different dtypes f32 and f16"]),
+    (one(BN, [([4, 8], "i64")] + [([8], "i64")] * 4, [4, 8], "i64", {"eps": 0}), ["float dtype", "i64"]),
+    (one(BN, [([], F)] * 5, [], F, {"eps": 0}), ["x must have rank >= 1"]),
+    (one(BN + "BackwardInput", [X48, C8, C8, ([1], F), X48], [4, 8], F, {"eps": 0}), ["var has shape [1]"]),
+    (one(BN + "BackwardInput", [X48, C8, C8, C8, ([8], F)], [4, 8], F, {"eps": 0}), ["dy has shape [8]"]),
+    (one(BN + "BackwardGamma", [X48, C8, C8, X48], [4, 8], F, {"eps": 0}), ["declared shape [4, 8]", "[8]"]),
+    (one(BN + "BackwardGamma", [X48, C8, ([8, 1], F), X48], [8], F, {"eps": 0}), ["var has shape [8, 1]"]),
+    (one(BN + "BackwardBeta", [([], F)], []), ["dy must have rank >= 1"]),
+    (one(BN + "BackwardBeta", [I48], [8], "i32"), ["float dtype"]),
+    (one(BN + "BackwardBeta", [X48], [4, 8]), ["declared shape [4, 8]", "[8]"]),
+]
+
+
+@pytest.mark.parametrize("d, words", OP_CASES)
+def test_bad_ops(d: Any, words: list[str]) -> None:
+    bad(d, *words, node=9)
+
+
+@pytest.mark.parametrize("op, ins, attrs, want", [
+    ("Activation", [(([4, 8]), "i32")], {"kind": "Relu"}, ([4, 8], "i32")),
+    ("Binary", [([4, 1], "i64"), ([3], "i64")], {"op": "Div"}, ([4, 3], "i64")),
+    ("Binary", [([2, 0, 1], F), ([5], F)], {"op": "Max"}, ([2, 0, 5], F)),
+    ("Compare", [B48, ([], "bool")], {"op": "Eq"}, ([4, 8], "bool")),
+    ("Where", [([8], "bool"), ([4, 1], "i32"), ([], "i32")], {}, ([4, 8], "i32")),
+    ("Expand", [([3, 1], F)], {"shape": [2, 3, 5]}, ([2, 3, 5], F)),
+    ("Expand", [([1], F)], {"shape": [0]}, ([0], F)),
+    ("Reshape", [([0, 3], F)], {"shape": [3, 0, 7]}, ([3, 0, 7], F)),
+    ("Reduce", [X48], {"op": "Max", "axes": [1, 0]}, ([], F)),
+    ("Reduce", [X48], {"op": "Sum", "axes": []}, ([4, 8], F)),
+    ("Reduce", [B48], {"op": "Min", "axes": [1], "keep_dim": True}, ([4, 1], "bool")),
+    ("Reduce", [([0, 3], F)], {"op": "Mean", "axes": [0]}, ([3], F)),
+    ("MatMul", [([3], "i32"), ([3], "i32")], {}, ([], "i32")),
+    ("MatMul", [([5, 1, 2, 3], F), ([4, 3, 6], F)], {}, ([5, 4, 2, 6], F)),
+    ("BatchNormInferenceBackwardBeta", [([2, 3, 5], "bf16")], {}, ([5], "bf16")),
+])
+def test_good_ops(op: str, ins: list[Any], attrs: dict[str, Any], want: Any) -> None:
+    d = one(op, ins, want[0], want[1], attrs)
+    assert validate(d).node(9).shape == tuple(want[0])
+
+
+# ---- infer and broadcast_shapes directly -----------------------------------------------------------
+
+
+def test_infer_with_scalar_literals() -> None:
+    x, lit = ((4, 8), "f16"), ((), None)
+    assert infer("Binary", {"op": "Mul"}, [x, lit]) == x
+    assert infer("Binary", {"op": "Mul"}, [lit, x]) == x
+    assert infer("Binary", {"op": "Mul"}, [lit, lit]) == ((), None)
+    assert infer("Compare", {"op": "Gt"}, [x, lit]) == ((4, 8), "bool")
+    assert infer("Compare", {"op": "Gt"}, [lit, lit]) == ((), "bool")  # a comparison is bool, literal or not
+    assert infer("Where", {}, [((4, 8), "bool"), lit, x]) == x
+    assert infer("Where", {}, [lit, lit, lit]) == ((), None)
+    assert infer("Where", {}, [lit, x, lit]) == x
+    assert infer("Activation", {"kind": "Exp"}, [lit]) == lit
+    assert infer("Cast", {"to": "i32"}, [lit]) == ((), "i32")
+    assert infer("ReluBackward", {}, [lit, lit]) == lit
+    assert infer("ReluBackward", {}, [((), "f32"), lit]) == ((), "f32")  # dy literal: x decides
+    with pytest.raises(ValueError, match="different dtypes"):
+        infer("Where", {}, [lit, x, ((), "f32")])
+    with pytest.raises(ValueError, match="cond must be bool"):
+        infer("Where", {}, [((), "i32"), lit, lit])
+    with pytest.raises(ValueError, match="on bool"):
+        infer("Binary", {"op": "Add"}, [((), "bool"), lit])
+
+
+def test_infer_returns_plain_tuples_and_leaves_are_declared() -> None:
+    shape, dt = infer("Transpose", {"perm": [1, 0]}, [((2, 3), "f32")])
+    assert type(shape) is tuple and shape == (3, 2) and dt == "f32"
+    with pytest.raises(ValueError, match="declared"):
+        infer("Input", {"name": "x"}, [])
+
+
+def test_check_attrs() -> None:
+    check_attrs("Reduce", {"op": "Sum", "axes": [0]})
+    check_attrs("Reduce", {"op": "Sum", "axes": [0]}, [((4,), "f32")])
+    with pytest.raises(ValueError, match="out of range"):
+        check_attrs("Reduce", {"op": "Sum", "axes": [1]}, [((4,), "f32")])
+    with pytest.raises(ValueError, match="unknown op 'Nope'"):
+        check_attrs("Nope", {})
+    with pytest.raises(ValueError, match="missing attribute 'name'"):
+        check_attrs("Input", {}, [])
+
+
+dims = st.integers(0, 3)
+shapes = st.lists(dims, max_size=4).map(tuple)
+
+
+@given(st.lists(shapes, min_size=1, max_size=4))
+def test_broadcast_shapes_is_numpys(ss: list[tuple[int, ...]]) -> None:
+    try:
+        want: Any = np.broadcast_shapes(*ss)
+    except ValueError:
+        want = ValueError
+    if want is ValueError:
+        with pytest.raises(ValueError, match="do not broadcast"):
+            broadcast_shapes(*ss)
+    else:
+        assert broadcast_shapes(*ss) == want
+
+
+@given(shapes, shapes)
+def test_matmul_is_numpys(a: tuple[int, ...], b: tuple[int, ...]) -> None:
+    try:
+        want: Any = np.matmul(np.zeros(a), np.zeros(b)).shape
+    except ValueError:
+        want = None
+    if want is None:
+        with pytest.raises(ValueError):
+            infer("MatMul", {}, [(a, "f32"), (b, "f32")])
+    else:
+        assert infer("MatMul", {}, [(a, "f32"), (b, "f32")]) == (want, "f32")
+
+
+@given(shapes, st.data())
+def test_shape_ops_are_numpys(shape: tuple[int, ...], data: st.DataObject) -> None:
+    x = np.empty(shape)
+    axes = data.draw(st.lists(st.integers(0, max(len(shape) - 1, 0)), unique=True, max_size=len(shape)))
+    kd = data.draw(st.booleans())
+    assert infer("Reduce", {"op": "Sum", "axes": axes, "keep_dim": kd}, [(shape, "f64")]) == (
+        np.sum(x, axis=tuple(axes), keepdims=kd).shape, "f64")
+    perm = data.draw(st.permutations(range(len(shape))))
+    assert infer("Transpose", {"perm": list(perm)}, [(shape, "i64")])[0] == np.transpose(x, perm).shape
+    target = data.draw(shapes)
+    try:
+        want: Any = np.broadcast_to(x, target).shape
+    except ValueError:
+        want = None
+    if want is None:
+        with pytest.raises(ValueError, match="cannot expand"):
+            infer("Expand", {"shape": list(target)}, [(shape, "f32")])
+    else:
+        assert infer("Expand", {"shape": list(target)}, [(shape, "f32")])[0] == want
+
+
+# ---- robustness: anything at all gives a Graph or a one-line GraphError ---------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _paths(x: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path]
+    if isinstance(x, dict):
+        for k, val in x.items():
+            out += _paths(val, path + (k,))
+    elif isinstance(x, list):
+        for i, val in enumerate(x):
+            out += _paths(val, path + (i,))
+    return out
+
+
+def _never_crashes(d: Any) -> None:
+    try:
+        g = validate(d)
+    except GraphError as e:
+        assert "\n" not in str(e)
+    else:
+        assert isinstance(g, Graph)
+        assert Graph.from_json(g.to_json()).to_dict() == g.to_dict()
+
+
+@settings(max_examples=300)
+@given(st.data())
+def test_mutated_documents_never_crash(data: st.DataObject) -> None:
+    d = copy.deepcopy(ALL_OPS)
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(_paths(d)[1:]))
+        parent = d
+        for k in path[:-1]:
+            parent = parent[k]
+        if data.draw(st.booleans()) and isinstance(parent, dict):
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = data.draw(json_values)
+    _never_crashes(d)
+
+
+@given(json_values)
+def test_random_json_never_crashes(d: Any) -> None:
+    _never_crashes(d)
