@@ -18,12 +18,13 @@ from .convert import to_graph
 from .egraph import tables
 from .egraph.load import load
 from .egraph.saturate import Iteration, Limits, Saturation, saturate
-from .errors import IllegalGraphError
+from .errors import IllegalGraphError, LowerError
 from .extract import Costs, Decoded, extract, graph_cost, infer_metas
 from .graph import Graph, Node
 from .provenance import Matcher
 
 STAGES = ("load", "saturate", "extract", "convert", "check")
+EXTRACTORS = ("greedy",)
 
 
 @dataclass
@@ -100,8 +101,11 @@ def lower(
     *,
     limits: Limits = Limits(),
     progress: Callable[[Iteration], None] | None = None,
+    extractor: str = "greedy",
 ) -> LowerResult:
     """Lower `graph` for `backend`: the cheapest equivalent graph it runs, with a report."""
+    if extractor not in EXTRACTORS:
+        raise LowerError(f"unknown extractor {extractor!r}: use one of {', '.join(EXTRACTORS)}")
     target = backends_mod.load(backend)
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
