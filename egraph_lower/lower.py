@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,11 +17,14 @@ from .backends import Backend
 from .convert import to_graph
 from .egraph import tables
 from .egraph.load import load
+from .egraph.tables import Tables
 from .egraph.saturate import Iteration, Limits, Saturation, saturate
 from .errors import IllegalGraphError, LowerError
-from .extract import Costs, Decoded, extract, graph_cost, infer_metas
+from .extract import Costs, Decoded, Extraction, extract, graph_cost, infer_metas
 from .graph import Graph, Node
 from .provenance import Matcher
+from .rules.dsl import Rule
+from .validate import Meta
 
 STAGES = ("load", "saturate", "extract", "convert", "check")
 EXTRACTORS = ("greedy",)
@@ -95,6 +98,58 @@ def check_legal(graph: Graph, backend: Backend) -> None:
     graph.validated()
 
 
+@dataclass
+class Saturated:
+    """A graph's e-graph after saturation, read into tables: what every extraction starts from."""
+
+    graph: Graph
+    rules: tuple[Rule, ...]
+    tables: Tables
+    metas: list[Meta | None]
+    decoded: Decoded
+    saturation: Saturation
+    seconds: dict[str, float]
+
+    @property
+    def roots(self) -> list[int]:
+        return [self.tables.ref[o] for o in self.graph.outputs]
+
+
+def saturate_graph(
+    graph: Graph,
+    targets: Sequence[Backend],
+    limits: Limits = Limits(),
+    progress: Callable[[Iteration], None] | None = None,
+    count_eclasses: bool = False,
+) -> Saturated:
+    """Stages load and saturate, with the rules that the targets need (capability gating)."""
+    missing = frozenset().union(*(b.missing for b in targets))
+    rules = rules_mod.select(missing)
+    t0 = time.perf_counter()
+    egraph = load(graph, rules)
+    t1 = time.perf_counter()
+    sat = saturate(egraph, limits, progress, count_eclasses)
+    t = tables.read(egraph)
+    decoded = Decoded()
+    metas = infer_metas(t, graph, decoded)
+    t2 = time.perf_counter()
+    return Saturated(graph, rules, t, metas, decoded, sat, {"load": t1 - t0, "saturate": t2 - t1})
+
+
+def extract_for(s: Saturated, backend: Backend, extractor: str = "greedy") -> tuple[Extraction, Costs]:
+    """Stage extract: the cheapest legal choice per e-class for `backend`."""
+    if extractor not in EXTRACTORS:
+        raise LowerError(f"unknown extractor {extractor!r}: use one of {', '.join(EXTRACTORS)}")
+    costs = Costs(s.tables, s.metas, backend, s.decoded)
+    describe = [(s.tables.ref[n.id], f"node {n.id} ({_label(n)})") for n in s.graph.nodes]
+    return extract(s.tables, costs, s.roots, describe), costs
+
+
+def convert_back(s: Saturated, ex: Extraction) -> Graph:
+    """Stage convert: the extraction as a node graph, with provenance names."""
+    return to_graph(s.tables, ex, s.graph, s.metas, s.decoded, Matcher(s.tables, s.rules))
+
+
 def lower(
     graph: Graph,
     backend: str | Backend,
@@ -104,46 +159,28 @@ def lower(
     extractor: str = "greedy",
 ) -> LowerResult:
     """Lower `graph` for `backend`: the cheapest equivalent graph it runs, with a report."""
-    if extractor not in EXTRACTORS:
-        raise LowerError(f"unknown extractor {extractor!r}: use one of {', '.join(EXTRACTORS)}")
     target = backends_mod.load(backend)
-    seconds: dict[str, float] = {}
-    clock = time.perf_counter()
-    start = clock
-
-    def lap(stage: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        seconds[stage] = now - clock
-        clock = now
-
-    rules = rules_mod.select(target.missing)
-    egraph = load(graph, rules)
-    lap("load")
-    sat = saturate(egraph, limits, progress)
-    lap("saturate")
-    t = tables.read(egraph)
-    decoded = Decoded()
-    metas = infer_metas(t, graph, decoded)
-    costs = Costs(t, metas, target, decoded)
-    describe = [(t.ref[n.id], f"node {n.id} ({_label(n)})") for n in graph.nodes]
-    ex = extract(t, costs, [t.ref[o] for o in graph.outputs], describe)
-    lap("extract")
-    out = to_graph(t, ex, graph, metas, decoded, Matcher(t, rules))
-    lap("convert")
+    start = time.perf_counter()
+    s = saturate_graph(graph, [target], limits, progress)
+    seconds = dict(s.seconds)
+    t0 = time.perf_counter()
+    ex, _ = extract_for(s, target, extractor)
+    t1 = time.perf_counter()
+    out = convert_back(s, ex)
+    t2 = time.perf_counter()
     check_legal(out, target)
-    lap("check")
-    seconds["total"] = time.perf_counter() - start
+    t3 = time.perf_counter()
+    seconds.update(extract=t1 - t0, convert=t2 - t1, check=t3 - t2, total=t3 - start)
     report = Report(
         graph=graph.name,
         backend=target.name,
         before={"nodes": len(graph.nodes), "cost": graph_cost(graph, target)},
         after={"nodes": len(out.nodes), "cost": graph_cost(out, target)},
-        stop_reason=sat.stop_reason,
-        iterations=len(sat.iterations),
-        eclasses=t.n_classes,
-        enodes=t.n_nodes,
-        rules_fired={k: v for k, v in sat.rule_matches.items() if v},
+        stop_reason=s.saturation.stop_reason,
+        iterations=len(s.saturation.iterations),
+        eclasses=s.tables.n_classes,
+        enodes=s.tables.n_nodes,
+        rules_fired={k: v for k, v in s.saturation.rule_matches.items() if v},
         seconds=seconds,
     )
-    return LowerResult(out, report, sat)
+    return LowerResult(out, report, s.saturation)
