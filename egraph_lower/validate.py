@@ -73,6 +73,13 @@ def _elementwise_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
         raise ValueError(f"inputs have shapes {shown} that do not broadcast") from None
 
 
+def _shape2(sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast shape of two operands, fast where one is a scalar (a literal) or both agree."""
+    if sa == sb or not sb:
+        return sa
+    return sb if not sa else _elementwise_shape((sa, sb))
+
+
 def _join(dtypes: Sequence[str | None]) -> str | None:
     """The one dtype of operands that must agree; literals (None) take it."""
     dt = None
@@ -104,13 +111,13 @@ def _binary(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
     dt = _same(da, db)
     if dt == "bool":
         raise ValueError(f"{attrs['op']} on bool: no arithmetic on bool (Cast first)")
-    return (sa if sa == sb else _elementwise_shape((sa, sb))), dt
+    return _shape2(sa, sb), dt
 
 
 def _compare(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
     (sa, da), (sb, db) = ins
     _same(da, db)
-    return (sa if sa == sb else _elementwise_shape((sa, sb))), "bool"
+    return _shape2(sa, sb), "bool"
 
 
 def _where(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
@@ -148,14 +155,13 @@ def _transpose(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
 
 
 def _reduce(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    (shape, dt), axes, op = ins[0], attrs["axes"], attrs["op"]
-    for a in axes:
-        if not 0 <= a < len(shape):
-            raise ValueError(f"axis {a} is out of range for rank {len(shape)} (0 .. rank-1, never negative)")
-        if op in ("Max", "Min") and shape[a] == 0:
-            raise ValueError(f"{op} over axis {a} of length 0 has no value")
-    if len(set(axes)) != len(axes):
-        raise ValueError(f"axes {list(axes)} repeat an axis")
+    (shape, dt), op, rank = ins[0], attrs["op"], len(ins[0][0])
+    for a in attrs["axes"]:
+        if not -rank <= a < rank:
+            raise ValueError(f"axis {a} is out of range for rank {rank}")
+    axes = {a % rank for a in attrs["axes"]}  # NumPy: a negative axis counts from the end
+    if len(axes) != len(attrs["axes"]):
+        raise ValueError(f"axes {_r(attrs['axes'])} repeat an axis")
     if dt is not None and dt not in FLOAT_DTYPES and (op == "Mean" or (op == "Sum" and dt == "bool")):
         raise ValueError(f"{op} on {dt}: Cast to a float dtype first")
     if attrs.get("keep_dim", False):
@@ -244,7 +250,10 @@ def infer(op: str, attrs: Mapping[str, Any], inputs: Sequence[Meta]) -> Meta:
     """The (shape, dtype) of an `op` node with these inputs; ValueError on a mismatch.
 
     Attributes are assumed checked (`check_attrs`) and the arity right. Leaves raise: theirs is declared."""
-    return _INFER[op](attrs, inputs)
+    rule = _INFER.get(op)
+    if rule is None:
+        raise ValueError(f"unknown op {_r(op)}")
+    return rule(attrs, inputs)
 
 
 # ---- attributes ---------------------------------------------------------------------------------
