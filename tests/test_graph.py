@@ -1,0 +1,303 @@
+"""Reading and writing graph documents: file errors, JSON errors, and lossless round trips."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from egraph_lower import ops
+from egraph_lower.dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES
+from egraph_lower.errors import GraphError, LowerError
+from egraph_lower.graph import Graph, load_graph
+
+SPEC_EXAMPLE = """{
+  "format": "egraph-lower/graph",
+  "version": 1,
+  "name": "gelu_backward",
+  "nodes": [
+    {"id": 0, "op": "Input", "attrs": {"name": "x"},  "inputs": [],     "shape": [4, 8], "dtype": "f32"},
+    {"id": 1, "op": "Input", "attrs": {"name": "dy"}, "inputs": [],     "shape": [4, 8], "dtype": "f32"},
+    {"id": 2, "op": "ActivationBackward", "attrs": {"kind": "Gelu"}, "inputs": [0, 1], "shape": [4, 8], "dtype": "f32"}
+  ],
+  "outputs": [2]
+}"""
+
+
+def write(tmp_path: Path, data: str | bytes, name: str = "g.json") -> Path:
+    p = tmp_path / name
+    if isinstance(data, bytes):
+        p.write_bytes(data)
+    else:
+        p.write_text(data, encoding="utf-8")
+    return p
+
+
+def load_error(path: Path, *words: str) -> str:
+    with pytest.raises(LowerError) as e:
+        load_graph(path)
+    msg = str(e.value)
+    assert "\n" not in msg, msg
+    for w in words:
+        assert w.lower() in msg.lower(), f"{w!r} not in {msg!r}"
+    return msg
+
+
+# ---- reading files -----------------------------------------------------------------------------
+
+
+def test_load_the_spec_example(tmp_path: Path) -> None:
+    g = load_graph(write(tmp_path, SPEC_EXAMPLE))
+    assert g.name == "gelu_backward" and g.outputs == [2]
+    assert g.node(2).attrs == {"kind": "Gelu"} and g.node(2).shape == (4, 8)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    load_error(tmp_path / "nope.json", "nope.json", "no such file")
+
+
+def test_directory(tmp_path: Path) -> None:
+    load_error(tmp_path, "directory")
+
+
+def test_binary_file(tmp_path: Path) -> None:
+    load_error(write(tmp_path, b'{"format": \x00\x01\x02}'), "binary")
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    load_error(write(tmp_path, b'{"name": "caf\xe9"}'), "not UTF-8", "byte 13")  # Latin-1
+    load_error(write(tmp_path, SPEC_EXAMPLE.encode("utf-16")), "binary")  # UTF-16 holds NUL bytes
+
+
+@pytest.mark.parametrize("text, words", [
+    ('{"format": "egraph-lower/graph",\n  "version": 1,\n  "nodes": [}', ["malformed JSON", "line 3", "column"]),
+    ("", ["malformed JSON", "line 1 column 1"]),
+    ('{"a": 1} trailing', ["malformed JSON", "Extra data"]),
+    ("{'a': 1}", ["malformed JSON", "line 1 column 2"]),
+])
+def test_malformed_json(tmp_path: Path, text: str, words: list[str]) -> None:
+    load_error(write(tmp_path, text), *words)
+
+
+def test_deeply_nested_json(tmp_path: Path) -> None:
+    load_error(write(tmp_path, "[" * 100_000 + "]" * 100_000), "nested too deeply")
+    load_error(write(tmp_path, '{"a": ' * 100_000 + "1" + "}" * 100_000), "nested too deeply")
+
+
+def test_duplicate_keys(tmp_path: Path) -> None:
+    text = SPEC_EXAMPLE.replace('"version": 1,', '"version": 1, "version": 1,')
+    load_error(write(tmp_path, text), "duplicate key 'version'")
+    text = SPEC_EXAMPLE.replace('{"name": "dy"}', '{"name": "dy", "name": "x"}')
+    load_error(write(tmp_path, text), "duplicate key 'name'")
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_tokens(tmp_path: Path, token: str) -> None:
+    text = SPEC_EXAMPLE.replace('{"kind": "Gelu"}', '{"kind": "Gelu", "eps": %s}' % token)
+    load_error(write(tmp_path, text), token, "non-finite")
+
+
+def test_huge_integer_token(tmp_path: Path) -> None:
+    load_error(write(tmp_path, SPEC_EXAMPLE.replace('"version": 1', '"version": 1' + "0" * 5000)), "malformed JSON")
+
+
+def test_invalid_document_in_a_file(tmp_path: Path) -> None:
+    with pytest.raises(GraphError, match=r"node 2 \(ActivationBackward\): unknown kind 'Gelux'"):
+        load_graph(write(tmp_path, SPEC_EXAMPLE.replace('"Gelu"', '"Gelux"')))
+
+
+# ---- round trips -------------------------------------------------------------------------------
+
+NAMED = {
+    "format": "egraph-lower/graph", "version": 1, "name": "named \u00e9\u4e2d \"quoted\"\n",
+    "nodes": [
+        {"id": 7, "op": "Param", "attrs": {"name": "w.weight"}, "inputs": [], "shape": [3], "dtype": "bf16",
+         "name": "model.layer0.weight"},
+        {"id": 2, "op": "Constant", "attrs": {"value": [[0.5, -1, 2e-3]]}, "inputs": [], "shape": [1, 3],
+         "dtype": "bf16"},
+        {"id": 0, "op": "Binary", "attrs": {"op": "Mul"}, "inputs": [2, 7], "shape": [1, 3], "dtype": "bf16",
+         "name": ""},
+        {"id": 11, "op": "Reduce", "attrs": {"keep_dim": False, "axes": [1, 0], "op": "Sum"}, "inputs": [0],
+         "shape": [], "dtype": "bf16"},
+        {"id": 12, "op": "Constant", "attrs": {"value": True}, "inputs": [], "shape": [2, 2], "dtype": "bool"},
+        {"id": 5, "op": "Where", "inputs": [12, 11, 11], "shape": [2, 2], "dtype": "bf16"},
+    ],
+    "outputs": [5, 11, 5],
+}
+
+
+@pytest.mark.parametrize("d", [json.loads(SPEC_EXAMPLE), NAMED], ids=["spec", "named"])
+def test_round_trip(d: dict[str, Any]) -> None:
+    g = Graph.from_dict(d)
+    assert g.to_dict() == d
+    again = Graph.from_json(g.to_json())
+    assert again.to_dict() == g.to_dict() == json.loads(g.to_json())
+    assert again.validated().to_dict() == d
+
+
+# ---- generated valid graphs: NumPy decides every shape -----------------------------------------
+
+small_shapes = st.lists(st.integers(0, 3), max_size=3)
+floats = st.sampled_from(sorted(FLOAT_DTYPES))
+
+
+def _scalar(dtype: str) -> st.SearchStrategy[Any]:
+    if dtype == "bool":
+        return st.booleans()
+    if dtype in INT_DTYPES:
+        return st.integers(-(2**31), 2**31 - 1)
+    return st.floats(width=16, allow_nan=False, allow_infinity=False) | st.integers(-1000, 1000)
+
+
+@st.composite
+def graphs(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid document: leaves, then ops on earlier nodes; ids unique but in no particular order."""
+    used: set[int] = set()
+    nodes: list[dict[str, Any]] = []
+
+    def add(op: str, inputs: list[int], shape: Any, dtype: str, attrs: dict[str, Any] | None = None) -> int:
+        nid = draw(st.integers(0, 10**6).filter(lambda i: i not in used))
+        used.add(nid)
+        n: dict[str, Any] = {"id": nid, "op": op}
+        if attrs or (attrs is not None and draw(st.booleans())):  # `"attrs": {}` or no attrs: both valid
+            n["attrs"] = attrs
+        n.update(inputs=inputs, shape=list(shape), dtype=dtype)
+        if draw(st.booleans()):
+            n["name"] = draw(st.text(max_size=8))
+        nodes.append(n)
+        return nid
+
+    def leaf(shape: list[int], dtype: str) -> int:
+        op = draw(st.sampled_from(["Input", "Param", "Constant"]))
+        if op != "Constant":
+            return add(op, [], shape, dtype, {"name": f"v{len(nodes)}"})
+        if draw(st.booleans()):
+            value = draw(_scalar(dtype))
+        else:
+            flat = draw(st.lists(_scalar(dtype), min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))
+            value = np.array(flat, dtype=object).reshape(shape).tolist()
+        return add(op, [], shape, dtype, {"value": value})
+
+    def meta(nid: int) -> tuple[list[int], str]:
+        n = next(n for n in nodes if n["id"] == nid)
+        return n["shape"], n["dtype"]
+
+    def pick(ok: Any) -> int | None:
+        choices = [n["id"] for n in nodes if ok(n["shape"], n["dtype"])]
+        return draw(st.sampled_from(choices)) if choices else None
+
+    for _ in range(draw(st.integers(1, 3))):
+        leaf(draw(small_shapes), draw(st.sampled_from(list(DTYPES))))
+    for _ in range(draw(st.integers(0, 8))):
+        x = draw(st.sampled_from([n["id"] for n in nodes]))
+        xs, xd = meta(x)
+        ex = np.zeros(xs)
+        family = draw(st.sampled_from(["Activation", "Binary", "Compare", "Where", "Cast", "Expand", "Reshape",
+                                       "Transpose", "Reduce", "MatMul", "Backward", "BatchNorm"]))
+        if family == "Activation" and xd != "bool":
+            kinds = ops.ACTIVATION_KINDS if xd in FLOAT_DTYPES else sorted(ops.INTEGER_KINDS)
+            add("Activation", [x], xs, xd, {"kind": draw(st.sampled_from(kinds))})
+        elif family in ("Binary", "Compare", "Where") and (xd != "bool" or family != "Binary"):
+            y = pick(lambda s, d: d == xd and _broadcasts(xs, s))
+            assert y is not None  # x itself always fits
+            ys = meta(y)[0]
+            if family == "Binary":
+                add("Binary", [x, y], np.broadcast_shapes(xs, ys), xd, {"op": draw(st.sampled_from(ops.BINARY_OPS))})
+            elif family == "Compare":
+                add("Compare", [x, y], np.broadcast_shapes(xs, ys), "bool",
+                    {"op": draw(st.sampled_from(ops.COMPARE_OPS))})
+            else:
+                c = pick(lambda s, d: d == "bool" and _broadcasts(xs, ys, s))
+                if c is None:
+                    c = leaf(draw(st.sampled_from([[], [1], list(xs)])), "bool")
+                add("Where", [c, x, y], np.broadcast_shapes(meta(c)[0], xs, ys), xd, {})
+        elif family == "Cast":
+            to = draw(st.sampled_from(list(DTYPES)))
+            add("Cast", [x], xs, to, {"to": to})
+        elif family == "Expand":
+            target = [draw(st.integers(0, 2)) for _ in range(draw(st.integers(0, 1)))]
+            target += [draw(st.integers(0, 3)) if d == 1 else d for d in xs]
+            add("Expand", [x], np.broadcast_to(ex, target).shape, xd, {"shape": target})
+        elif family == "Reshape":
+            target = draw(st.sampled_from([[int(ex.size)], xs[::-1], xs + [1], [1] + xs]))
+            add("Reshape", [x], ex.reshape(target).shape, xd, {"shape": target})
+        elif family == "Transpose":
+            perm = list(draw(st.permutations(range(len(xs)))))
+            add("Transpose", [x], np.transpose(ex, perm).shape, xd, {"perm": perm})
+        elif family == "Reduce":
+            axes = draw(st.lists(st.integers(0, max(len(xs) - 1, 0)), unique=True, max_size=len(xs)))
+            axes = [a - len(xs) if draw(st.booleans()) else a for a in axes]  # NumPy's negative axes too
+            op = draw(st.sampled_from(ops.REDUCE_OPS))
+            if (op == "Mean" and xd not in FLOAT_DTYPES) or (op == "Sum" and xd == "bool"):
+                continue
+            attrs: dict[str, Any] = {"op": op, "axes": axes}
+            if draw(st.booleans()):
+                attrs["keep_dim"] = draw(st.booleans())
+            shape = np.sum(ex, axis=tuple(axes), keepdims=attrs.get("keep_dim", False)).shape
+            add("Reduce", [x], shape, xd, attrs)
+        elif family == "MatMul" and xd != "bool" and xs:
+            y = pick(lambda s, d: d == xd and _matmul_shape(xs, s) is not None)
+            if y is None:
+                y = leaf(xs[-1:] + draw(st.lists(st.integers(0, 3), max_size=1)), xd)
+            add("MatMul", [x, y], _matmul_shape(xs, meta(y)[0]), xd)
+        elif family == "Backward" and xd in FLOAT_DTYPES:
+            dy = pick(lambda s, d: d == xd and s == xs)
+            if draw(st.booleans()):
+                add("ReluBackward", [x, dy], xs, xd)
+            else:
+                attrs = {"kind": draw(st.sampled_from(ops.ACTIVATION_KINDS))}
+                if attrs["kind"] in ops.OUTPUT_FORM_KINDS and draw(st.booleans()):
+                    attrs["wrt"] = draw(st.sampled_from(ops.WRT))
+                add("ActivationBackward", [x, dy], xs, xd, attrs)
+        elif family == "BatchNorm" and xd in FLOAT_DTYPES and xs:
+            c = [leaf(xs[-1:], xd) for _ in range(4)]
+            dy = pick(lambda s, d: d == xd and s == xs)
+            eps = {"eps": draw(st.floats(0, 1) | st.integers(0, 3))}
+            which = draw(st.sampled_from(["", "BackwardInput", "BackwardGamma", "BackwardBeta"]))
+            if which == "":
+                add("BatchNormInference", [x, *c], xs, xd, eps)
+            elif which == "BackwardInput":
+                add("BatchNormInferenceBackwardInput", [x, c[0], c[1], c[2], dy], xs, xd, eps)
+            elif which == "BackwardGamma":
+                add("BatchNormInferenceBackwardGamma", [x, c[0], c[1], dy], xs[-1:], xd, eps)
+            else:
+                add("BatchNormInferenceBackwardBeta", [dy], xs[-1:], xd)
+    ids = [n["id"] for n in nodes]
+    outputs = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=4))
+    d = {"format": "egraph-lower/graph", "version": 1}
+    if draw(st.booleans()):
+        d["name"] = draw(st.text(max_size=10))
+    return {**d, "nodes": nodes, "outputs": outputs}
+
+
+def _broadcasts(*shapes: Any) -> bool:
+    try:
+        np.broadcast_shapes(*shapes)
+        return True
+    except ValueError:
+        return False
+
+
+def _matmul_shape(a: Any, b: Any) -> Any:
+    try:
+        return np.matmul(np.zeros(a), np.zeros(b)).shape
+    except ValueError:
+        return None
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs())
+def test_generated_graphs_round_trip(d: dict[str, Any]) -> None:
+    g = Graph.from_dict(d)  # every shape was decided by NumPy: validation must agree
+    again = Graph.from_json(g.to_json())
+    assert again.to_dict() == g.to_dict()
+    assert json.loads(g.to_json()) == g.to_dict()
+    for raw, n in zip(d["nodes"], again.nodes):  # attrs are kept exactly as written, no defaults added
+        assert n.attrs == raw.get("attrs", {})
+        assert n.inputs == tuple(raw["inputs"]) and n.shape == tuple(raw["shape"]) and n.name == raw.get("name")
+    assert again.outputs == d["outputs"] and again.name == d.get("name")
