@@ -814,7 +814,8 @@ def apply(
     `args` are arrays of their dtypes (0-d arrays broadcast like any operand).
     `shape` is used by Constant (a scalar value fills it) and by Input/Param,
     whose only argument is the fed array (converted and checked as a feed).
-    Bad attributes or operands raise LowerError.
+    Bad attributes or operands raise LowerError. The result may be a read-only
+    view of an argument (Expand, Reshape, Transpose): copy it before writing.
     """
     args = [np.asarray(a) for a in args]
     attrs = attrs or {}
@@ -917,7 +918,8 @@ def evaluate(graph: Graph, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
                 raise GraphError(
                     f"computes shape {list(out.shape)} but declares {list(node.shape)}", node.id, op
                 )
-            values[node.id] = out
+            if node.id in last_use or node.id in keep:  # a node nobody reads is not kept
+                values[node.id] = out
             for j in node.inputs:
                 if last_use.get(j) == i and j not in keep:
                     values.pop(j, None)
@@ -942,11 +944,13 @@ def read_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     if os.path.isdir(path):
         raise LowerError(f"{where}: it is a directory")
     try:
-        z = np.load(path, allow_pickle=False)
-        if not isinstance(z, np.lib.npyio.NpzFile):
-            raise LowerError(f"{where}: not an .npz archive (a single .npy array?)")
-        with z:
-            arrays = {k: z[k] for k in z.files}
+        # open the file here: np.load leaks its own handle when the archive is corrupt
+        with open(path, "rb") as fh:
+            z = np.load(fh, allow_pickle=False)
+            if not isinstance(z, np.lib.npyio.NpzFile):
+                raise LowerError(f"{where}: not an .npz archive (a single .npy array?)")
+            with z:
+                arrays = {k: z[k] for k in z.files}
     except LowerError:
         raise
     except FileNotFoundError:
