@@ -1,0 +1,247 @@
+"""Explore a lowering: how the e-graph grew, which rules fired, what each node could have become.
+
+    ex = explore(graph, "metal", compare=("cpu", "wgpu"))
+    ex.alternatives(node_id)   # the forms of one node for the backend (see `alternatives`)
+    ex.report()                # the JSON report
+    ex.to_html(), ex.to_dot()  # a page for people, the e-graph for Graphviz
+
+One e-graph is saturated with the rules that the backend and every compared
+backend need together, then extracted once per backend; the backends are
+compared on that same e-graph. (So the graph lowered for a backend here may
+differ from `lower`'s for it alone when a compared backend brought in rules it
+does not need; extraction still picks its cheapest legal graph.)
+
+The report's `choices` list, for every original node whose e-class holds a
+form other than the node itself and for every backward op, the alternatives of
+the node (the e-nodes of its class) with the cost extraction ranked them by;
+the cost is defined in `egraph_lower.explore.alternatives`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import backends as backends_mod
+from ..backends import Backend
+from ..egraph.saturate import Iteration, Limits
+from ..errors import LowerError
+from ..extract import Costs, Extraction, graph_cost
+from ..graph import Graph, load_graph
+from ..lower import Saturated, check_legal, convert_back, extract_for, saturate_graph
+from ..ops import BACKWARD_OPS
+from ..provenance import Matcher
+from .alternatives import Choice, Describer, Ranking, choices_for, rank
+
+__all__ = ["Exploration", "Lowered", "explore", "REPORT_KEYS"]
+
+REPORT_KEYS = ("graph", "backend", "stop_reason", "iterations", "rules", "before", "after", "choices", "compare")
+
+
+@dataclass
+class Lowered:
+    """One backend's extraction from the shared e-graph: its ranking of every class and, when it worked, its graph."""
+
+    backend: Backend
+    ranking: Ranking
+    describer: Describer
+    extraction: Extraction | None
+    graph: Graph | None
+    error: str | None
+    seconds: float
+
+    def stats(self) -> dict[str, Any]:
+        if self.graph is None:
+            return {"nodes": None, "cost": None, "error": self.error}
+        return {"nodes": len(self.graph.nodes), "cost": graph_cost(self.graph, self.backend)}
+
+
+@dataclass
+class Exploration:
+    graph: Graph
+    backend: Backend
+    compare: tuple[Backend, ...]
+    saturated: Saturated
+    lowered: dict[str, Lowered]  # backend name -> its extraction; the main backend first
+    seconds: dict[str, float] = field(default_factory=dict)
+    _choices: dict[str, list[Choice]] = field(default_factory=dict, repr=False)
+
+    # --- per node -------------------------------------------------------------------------------
+    def _for(self, backend: str | Backend | None) -> Lowered:
+        name = self.backend.name if backend is None else backend if isinstance(backend, str) else backend.name
+        try:
+            return self.lowered[name]
+        except KeyError:
+            raise LowerError(f"backend {name!r} was not explored: use one of {', '.join(self.lowered)}") from None
+
+    def choice(self, node_id: int, backend: str | Backend | None = None) -> Choice:
+        if node_id not in self.graph.by_id:
+            raise LowerError(f"no node {node_id} in graph {self.graph.name or ''}".rstrip())
+        return self._for(backend).describer.choice(self.graph.by_id[node_id])
+
+    def alternatives(self, node_id: int, backend: str | Backend | None = None) -> list[dict[str, Any]]:
+        """The forms of original node `node_id` for the backend (default: the explored one), as in the report."""
+        return [a.to_dict() for a in self.choice(node_id, backend).alternatives]
+
+    def choices(self, backend: str | Backend | None = None) -> list[Choice]:
+        """Every rewritten node and every backward op, with its alternatives for the backend."""
+        lo = self._for(backend)
+        name = lo.backend.name
+        if name not in self._choices:
+            self._choices[name] = choices_for(lo.describer, frozenset(BACKWARD_OPS))
+        return self._choices[name]
+
+    # --- the whole run --------------------------------------------------------------------------
+    @property
+    def main(self) -> Lowered:
+        return self.lowered[self.backend.name]
+
+    @property
+    def after(self) -> Graph:
+        assert self.main.graph is not None
+        return self.main.graph
+
+    def iterations(self) -> list[dict[str, Any]]:
+        return [
+            {"index": it.index, "eclasses": it.eclasses, "enodes": it.enodes, "seconds": it.seconds,
+             "matches": dict(it.matches)}
+            for it in self.saturated.saturation.iterations
+        ]
+
+    def rules(self) -> list[dict[str, Any]]:
+        sat = self.saturated.saturation
+        return [
+            {"name": r.name, "identity": r.identity, "matches": sat.rule_matches.get(r.name, 0),
+             "seconds": sat.rule_seconds.get(r.name, 0.0)}
+            for r in self.saturated.rules
+        ]
+
+    def compared(self) -> dict[str, dict[str, Any]]:
+        return {b.name: self.lowered[b.name].stats() for b in self.compare}
+
+    def report(self) -> dict[str, Any]:
+        """The JSON report (keys `REPORT_KEYS`)."""
+        return {
+            "graph": self.graph.name,
+            "backend": self.backend.name,
+            "stop_reason": self.saturated.saturation.stop_reason,
+            "iterations": self.iterations(),
+            "rules": self.rules(),
+            "before": {"nodes": len(self.graph.nodes), "cost": graph_cost(self.graph, self.backend)},
+            "after": {"nodes": len(self.after.nodes), "cost": graph_cost(self.after, self.backend)},
+            "choices": [c.to_dict() for c in self.choices()],
+            "compare": self.compared(),
+        }
+
+    def summary(self) -> str:
+        return _summary(self)
+
+    def to_html(self) -> str:
+        from .html import render
+
+        return render(self)
+
+    def to_dot(self, max_classes: int = 400) -> str:
+        from .dot import render
+
+        return render(self, max_classes=max_classes)
+
+
+def _unique(backends: Iterable[Backend]) -> tuple[Backend, ...]:
+    seen: dict[str, Backend] = {}
+    for b in backends:
+        seen.setdefault(b.name, b)
+    return tuple(seen.values())
+
+
+def _lower_for(s: Saturated, backend: Backend, matcher: Matcher, main: bool) -> Lowered:
+    t0 = time.perf_counter()
+    ex: Extraction | None = None
+    graph: Graph | None = None
+    error: str | None = None
+    try:
+        ex, costs = extract_for(s, backend)
+    except LowerError as e:
+        if main:
+            raise
+        error = str(e)
+        costs = Costs(s.tables, s.metas, backend, s.decoded)
+    ranking = rank(s.tables, costs)
+    if ex is not None:
+        graph = convert_back(s, ex)
+        check_legal(graph, backend)
+    describer = Describer(s.tables, s.graph, s.decoded, matcher, ranking, ex)
+    return Lowered(backend, ranking, describer, ex, graph, error, time.perf_counter() - t0)
+
+
+def explore(
+    graph: Graph | str,
+    backend: str | Backend,
+    compare: Iterable[str | Backend] = (),
+    limits: Limits = Limits(),
+    progress: Callable[[Iteration], None] | None = None,
+) -> Exploration:
+    """Saturate one e-graph for `backend` and the `compare` backends together, extract for each."""
+    if isinstance(graph, str):
+        graph = load_graph(graph)
+    target = backends_mod.load(backend)
+    others = _unique(backends_mod.load(b) for b in compare)
+    start = time.perf_counter()
+    s = saturate_graph(graph, _unique((target, *others)), limits, progress, count_eclasses=True)
+    matcher = Matcher(s.tables, s.rules)
+    lowered = {target.name: _lower_for(s, target, matcher, main=True)}
+    for b in others:
+        if b.name not in lowered:
+            lowered[b.name] = _lower_for(s, b, matcher, main=False)
+    seconds = dict(s.seconds)
+    seconds.update({f"extract {k}": v.seconds for k, v in lowered.items()}, total=time.perf_counter() - start)
+    return Exploration(graph, target, others, s, lowered, seconds)
+
+
+def _cost(c: float | None) -> str:
+    return "not runnable" if c is None else f"{c:,.2f}"
+
+
+def _summary(ex: Exploration) -> str:
+    r = ex.report()
+    sat = ex.saturated.saturation
+    last = sat.iterations[-1] if sat.iterations else None
+    lines = [f"explored {r['graph'] or 'graph'} for {r['backend']}"]
+    lines.append(f"  before  {r['before']['nodes']:>7,} nodes   cost {_cost(r['before']['cost'])}")
+    lines.append(f"  after   {r['after']['nodes']:>7,} nodes   cost {_cost(r['after']['cost'])}")
+    if last is not None:
+        lines.append(f"  e-graph {last.eclasses:,} e-classes, {last.enodes:,} e-nodes after {len(sat.iterations)}"
+                     f" iterations ({sat.stop_reason})")
+        lines.append("  growth  " + "  ".join(f"{it.index}:{it.enodes:,}" for it in sat.iterations[:12])
+                     + ("  ..." if len(sat.iterations) > 12 else ""))
+    fired = sorted((x for x in r["rules"] if x["matches"]), key=lambda x: -x["matches"])
+    lines.append(f"  rules   {len(fired)} of {len(r['rules'])} matched"
+                 + (": " + ", ".join(f"{x['name']} {x['matches']:,}" for x in fired[:6]) if fired else "")
+                 + (", ..." if len(fired) > 6 else ""))
+    choices = ex.choices()
+    if choices:
+        lines.append(f"  choices ({len(choices)} nodes with alternatives)")
+        for c in choices[:20]:
+            ch = c.chosen
+            what = "none runnable" if ch is None else (
+                "kept as is" if ch.original else ch.expr if len(ch.expr) < 70 else ch.label + " ...")
+            legal = sum(a.legal for a in c.alternatives)
+            lines.append(f"    node {c.node.id:<5} {_node_label(c.node):<30} {len(c.alternatives)} forms,"
+                         f" {legal} runnable -> {what}" + ("" if ch is None else f"  (cost {_cost(ch.cost)})"))
+        if len(choices) > 20:
+            lines.append(f"    ... {len(choices) - 20} more in the reports")
+    if r["compare"]:
+        lines.append("  compare")
+        for name, st in r["compare"].items():
+            if st["nodes"] is None:
+                lines.append(f"    {name:<8} no runnable graph: {st['error']}")
+            else:
+                lines.append(f"    {name:<8} {st['nodes']:>7,} nodes   cost {_cost(st['cost'])}")
+    return "\n".join(lines)
+
+
+def _node_label(node: Any) -> str:
+    kind = node.attrs.get("kind")
+    return f"{node.op}{{{kind}}}" if kind else node.op
