@@ -13,12 +13,14 @@ from .backends import load as load_backend
 from .egraph.saturate import Limits
 from .errors import BackendError, GraphError, IllegalGraphError, LowerError
 from .evaluate import evaluate
+from .explore import Exploration, explore
 from .graph import Graph, Node, load_graph
 from .lower import LowerResult, Report, lower
 
 __all__ = [
     "Backend",
     "BackendError",
+    "Exploration",
     "Graph",
     "GraphError",
     "IllegalGraphError",
@@ -28,6 +30,7 @@ __all__ = [
     "Node",
     "Report",
     "evaluate",
+    "explore",
     "load_backend",
     "load_graph",
     "lower",

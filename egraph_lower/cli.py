@@ -89,6 +89,26 @@ def cmd_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_explore(args: argparse.Namespace) -> int:
+    from .explore import explore
+
+    graph = load_graph(args.graph)
+    compare = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
+    progress = _progress(not args.quiet)
+    ex = explore(graph, args.backend, compare=compare, limits=_limits(args), progress=progress)
+    if progress:
+        sys.stderr.write("\n")
+    if args.json:
+        write_atomic(args.json, json.dumps(ex.report(), indent=2) + "\n")
+    if args.html:
+        write_atomic(args.html, ex.to_html())
+    if args.dot:
+        write_atomic(args.dot, ex.to_dot())
+    if not args.quiet:
+        print(ex.summary())
+    return 0
+
+
 def _add_limits(p: argparse.ArgumentParser) -> None:
     d = Limits()
     p.add_argument("--max-iterations", type=int, default=d.iterations, metavar="N", help=f"default {d.iterations}")
@@ -122,6 +142,17 @@ def parser() -> argparse.ArgumentParser:
     rl = sub.add_parser("rules", help="the rule catalogue")
     rl.add_argument("--check", action="store_true", help="check every rule numerically against float64")
     rl.set_defaults(func=cmd_rules)
+
+    ex = sub.add_parser("explore", help="how the rules rewrote a graph: alternatives, costs, reports")
+    ex.add_argument("graph", help="graph JSON file")
+    ex.add_argument("--backend", "-b", required=True, help="cpu, mlx, metal, tpu, wgpu, or a backend JSON file")
+    ex.add_argument("--compare", metavar="A,B", help="other backends to extract from the same e-graph")
+    ex.add_argument("--json", metavar="FILE", help="write the report as JSON")
+    ex.add_argument("--html", metavar="FILE", help="write the report as a self-contained HTML page")
+    ex.add_argument("--dot", metavar="FILE", help="write the e-graph as Graphviz DOT")
+    ex.add_argument("--quiet", "-q", action="store_true", help="no summary, no progress")
+    _add_limits(ex)
+    ex.set_defaults(func=cmd_explore)
     return p
 
 
