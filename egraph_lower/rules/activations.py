@@ -30,6 +30,7 @@ TWO_OVER_SQRT_PI = 1.1283791670955126  # 2/sqrt(pi)
 GELU_C = 0.7978845608028654  # sqrt(2/pi), the tanh-form GELU's c
 GELU_A = 0.044715  # the tanh-form GELU's a
 GELU_3A = 0.134145  # 3*a
+GELU_2C = 1.5957691216057308  # 2 sqrt(2/pi)
 GELU_CLAMP = 10.0  # |x| beyond which the tanh-form GELU's derivative is constant to far below f64 ulp
 
 
@@ -98,6 +99,9 @@ BACKWARD: tuple[Rule, ...] = (
        t="(Tanh x)"),
     _b("tanh-bwd-factored", "d tanh = dy * ((1 - t)(1 + t)), t = tanh(x)", "(Backward.Tanh x dy)",
        "(* dy (* (- 1 t) (+ 1 t)))", t="(Tanh x)"),
+    _b("tanh-bwd-exp", "d tanh = dy * (4e / ((1 + e)(1 + e))), e = exp(-2|x|) (accurate relative to f' too, "
+       "where 1 - t^2 has only the absolute accuracy of t)", "(Backward.Tanh x dy)",
+       "(* dy (/ (* 4 e) (* (+ 1 e) (+ 1 e))))", e="(Exp (* -2 (Abs x)))"),
     _b("softplus-bwd", "d softplus = dy * sigmoid(x)", "(Backward.Softplus x dy)", "(* dy (Sigmoid x))"),
     _b("logsigmoid-bwd", "d logsigmoid = dy * sigmoid(-x)", "(Backward.LogSigmoid x dy)",
        "(* dy (Sigmoid (Neg x)))"),
@@ -127,6 +131,13 @@ BACKWARD: tuple[Rule, ...] = (
        "(Backward.GeluApprox x dy)",
        f"(* dy (+ (* 0.5 (+ 1 t)) (* (* (* 0.5 xc) (- 1 (* t t))) (* {GELU_C} (+ 1 (* {GELU_3A} (* xc xc)))))))",
        xc=_XC, t=f"(Tanh (* {GELU_C} (* xc (+ 1 (* {GELU_A} (* xc xc))))))"),
+    _b("geluapprox-bwd-sigmoid",
+       "d gelu_tanh = d (x sigmoid(2u)) = s + (xc k)(s sn), s = sigmoid(2u), sn = sigmoid(-2u), 2u = 2c x (1 + a x^2), "
+       "k = 2c (1 + 3a xc^2), xc = clamp(x, -10, 10) (beyond, s sn < 1.3e-38: the x term is < 3e-36 either way); "
+       "accurate relative to f' too (no 1 + t, 1 - t^2); s is the forward lowering's sigmoid",
+       "(Backward.GeluApprox x dy)", "(* dy (+ s (* (* xc k) (* s (Sigmoid (Neg u2))))))",
+       u2=f"(* {GELU_2C} (* x (+ 1 (* {GELU_A} (* x x)))))", s="(Sigmoid u2)", xc=_XC,
+       k=f"(* {GELU_2C} (+ 1 (* {GELU_3A} (* xc xc))))"),
 )
 
 # The gradient from the forward output y = f(x) (`"wrt": "output"`), exactly per the spec.

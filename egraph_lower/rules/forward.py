@@ -29,11 +29,10 @@ accurate in floating point:
 
 from __future__ import annotations
 
-from .activations import GELU_A, SQRT1_2
+from .activations import GELU_2C, GELU_A, SQRT1_2
 from .approximations import ATAN_P, ATAN_Q, ERF_CLAMP, ERF_P, ERF_Q
 from .dsl import Rule, rule
 
-GELU_2C = 1.5957691216057308  # 2 sqrt(2/pi)
 PI_2 = 1.5707963267948966  # pi/2
 
 
