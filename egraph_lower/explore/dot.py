@@ -30,7 +30,7 @@ def quote(text: str) -> str:
 
 
 def class_order(ex: Exploration) -> list[int]:
-    """Every e-class, those the outputs reach first (breadth first), then the rest by number."""
+    """Every e-class, those the outputs reach first (breadth first), then the rest by id."""
     t = ex.saturated.tables
     nodes = ex.saturated.tables.nodes_by_class()
     seen: set[int] = set()
@@ -44,7 +44,7 @@ def class_order(ex: Exploration) -> list[int]:
         order.append(c)
         for n in nodes[c]:
             queue.extend(k for k in t.children[n] if k not in seen)
-    order += [c for c in range(t.n_classes) if c not in seen]
+    order += [c for c in range(t.n_classes) if c not in seen and nodes[c]]  # ids of no class are skipped
     return order
 
 
@@ -69,11 +69,11 @@ def render(ex: Exploration, max_classes: int = 400, max_enodes_per_class: int = 
     total_enodes = sum(len(r) for r in real)
 
     sat = s.saturation
-    title = (f"e-graph of {s.graph.name or 'graph'} for {ex.backend.name}: {t.n_classes} e-classes,"
+    title = (f"e-graph of {s.graph.name or 'graph'} for {ex.backend.name}: {len(order)} e-classes,"
              f" {total_enodes} e-nodes after {len(sat.iterations)} iterations ({sat.stop_reason})")
     notes = []
     if left_classes:
-        notes.append(f"left out {left_classes} of {t.n_classes} e-classes ({left_enodes} e-nodes):"
+        notes.append(f"left out {left_classes} of {len(order)} e-classes ({left_enodes} e-nodes):"
                      f" showing the {len(shown)} nearest the outputs")
     if trimmed:
         notes.append(f"left out {trimmed} e-nodes of classes with over {max_enodes_per_class}")

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 MAX_DRAWN = 150  # nodes drawn per graph; larger graphs are summarised
 MAX_PER_LAYER = 24  # boxes per layer before "+k more"
+MAX_LAYERS = 30  # layers drawn of a summarised graph
 MAX_CHOICES = 80  # nodes whose alternatives are listed
 MAX_ALTERNATIVES = 16  # alternatives listed per node
 
@@ -208,12 +209,17 @@ def layers(graph: Graph) -> list[list[Node]]:
 
 
 def graph_svg(graph: Graph, backend: Backend, max_nodes: int = MAX_DRAWN, uid: str = "g") -> tuple[str, int, int]:
-    """The graph as an SVG, inputs on top; (svg, nodes drawn, layers drawn). Past `max_nodes`, the first layers."""
+    """The graph as an SVG, inputs on top; (svg, nodes drawn, layers drawn).
+
+    Past `max_nodes` nodes, only the first layers (up to `max_nodes` boxes and `MAX_LAYERS` layers)."""
     all_layers = layers(graph)
     drawn: list[list[Node]] = []
     count = 0
+    summarised = len(graph.nodes) > max_nodes
     for layer in all_layers:
         if count and count + min(len(layer), MAX_PER_LAYER) > max_nodes:
+            break
+        if summarised and len(drawn) == MAX_LAYERS:
             break
         drawn.append(layer)
         count += min(len(layer), MAX_PER_LAYER)
