@@ -1,0 +1,459 @@
+"""The aten ops the importer maps, each onto format ops with the same meaning.
+
+Every handler takes the import `Context` and the call's arguments by schema name
+and returns the node id of the result (a tuple for multi-result ops). Operands are
+cast to the result's dtype first (torch computes in the promoted dtype); a Python
+scalar becomes a scalar `Constant` of that dtype, rounded to it.
+
+Decisions (checked against torch's kernels; see docs/torch.md):
+- `threshold_backward(grad, x, 0)` is `ReluBackward(x, grad)`; another threshold t is
+  `where(x <= t, 0, grad)` (torch's kernel, exactly). ReluBackward differs from
+  torch only where x is NaN: torch passes grad through there, the format gives 0.
+- `sigmoid_backward` and `tanh_backward` take the forward output:
+  `ActivationBackward{Sigmoid|Tanh, wrt: output}(y, grad)`, exact.
+- `elu`/`elu_backward` only with alpha = scale = input_scale = 1 (the format's Elu);
+  `is_result=True` is the output form. Anything else is refused.
+- `softplus`/`softplus_backward` only with beta = 1. torch is linear above its
+  threshold t (x > t gives x, and gradient grad); the format's Softplus is exact
+  (x + log1p(exp(-x)), gradient grad * sigmoid(x)). They differ there by a relative
+  exp(-x) < exp(-t), which rounds away when exp(-t) < 2**-(p+1) for the dtype's
+  precision p: t = 20 in f32, f16 and bf16. There the op maps directly (equal after
+  rounding to the dtype); otherwise (f64, or a small t) the threshold is kept
+  exactly: `where(x > t, x, Softplus(x))` and `where(x > t, grad, ActivationBackward{Softplus})`.
+- `hardsigmoid_backward`: torch's gradient is grad/6 on the open interval (-3, 3),
+  0 at +-3 (checked), the format's convention exactly. `hardswish_backward`: torch
+  gives 0 for x <= -3, x/3 + 1/2 inside, 1 for x >= 3 (checked), again the format's.
+- Batch norm: only eval mode (`_native_batch_norm_legit_no_training`,
+  `native_batch_norm`/`_native_batch_norm_legit` with training=False,
+  `native_batch_norm_backward` with train=False) on [N, C] input, where torch's
+  channel axis is the last one, as the format's BatchNormInference needs. Other
+  ranks and training mode are refused. The forward's two statistics outputs are
+  torch's empty tensors in eval mode and are returned as such (`Empty`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from ..dtypes import FLOAT_DTYPES
+from .importer import MAX_CONSTANT_ELEMENTS, Context, Empty
+
+Handler = Callable[[Context, dict[str, Any]], Any]
+HANDLERS: dict[str, Handler] = {}
+
+_PRECISION = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}
+
+
+def handles(*names: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for n in names:
+            HANDLERS[f"aten.{n}"] = fn
+        return fn
+
+    return register
+
+
+# --------------------------------------------------------------------------- identity, casts, constants
+
+@handles("clone.default", "detach.default", "alias.default", "lift_fresh_copy.default")
+def _identity(ctx: Context, a: dict[str, Any]) -> int:
+    return ctx.t(a["self"])
+
+
+@handles("_to_copy.default")
+def _to_copy(ctx: Context, a: dict[str, Any]) -> int:
+    x = a["self"]
+    if a["device"] is not None and torch.device(a["device"]) != ctx.val(x).device:
+        raise ctx.refuse(f"a copy to another device ({a['device']})")
+    return ctx.cast(ctx.t(x), ctx.out_dtype())
+
+
+def _convert_element_type(ctx: Context, a: dict[str, Any]) -> int:
+    return ctx.cast(ctx.t(a["a"]), ctx.out_dtype())
+
+
+HANDLERS["prims.convert_element_type.default"] = _convert_element_type
+
+
+def _filled(value: Callable[[dict[str, Any]], Any]) -> Handler:
+    def handler(ctx: Context, a: dict[str, Any]) -> int:
+        shape, dtype = ctx.out()
+        return ctx.const(value(a), dtype, shape)
+
+    return handler
+
+
+for _names, _value in (
+    (("ones_like.default", "ones.default", "new_ones.default"), lambda a: 1),
+    (("zeros_like.default", "zeros.default", "new_zeros.default"), lambda a: 0),
+    (("full_like.default", "full.default", "new_full.default"), lambda a: a["fill_value"]),
+    (("scalar_tensor.default",), lambda a: a["s"]),
+    (("fill.Scalar",), lambda a: a["value"]),
+):
+    handles(*_names)(_filled(_value))
+
+
+def get_attr(ctx: Context, value: Any) -> int:
+    """A tensor held by the module (a constant of the graph)."""
+    if not isinstance(value, torch.Tensor):
+        raise ctx.refuse(f"get_attr of a {type(value).__name__}, not a tensor")
+    shape, dtype = ctx.meta_of(value)
+    if value.numel() > MAX_CONSTANT_ELEMENTS:
+        raise ctx.refuse(f"a constant tensor of {value.numel()} elements (at most {MAX_CONSTANT_ELEMENTS})")
+    data = value.detach().cpu()
+    if dtype in FLOAT_DTYPES:
+        if not bool(torch.isfinite(data).all()):
+            raise ctx.refuse("a constant tensor with inf or nan (the format's JSON holds finite numbers only)")
+        data = data.double()
+    return ctx.add("Constant", (), {"value": data.tolist()}, shape, dtype)
+
+
+# --------------------------------------------------------------------------- elementwise arithmetic
+
+def _promoted(ctx: Context, first: Any, second: Any) -> str:
+    """The dtype torch compares in: `torch.result_type` of the operands (0-d tensors count as such)."""
+    probes: list[Any] = []
+    for arg in (first, second):
+        v = ctx.val(arg)
+        if isinstance(v, torch.Tensor):
+            probes.append(torch.empty((1,) if v.dim() else (), dtype=v.dtype, device="meta"))
+        else:
+            probes.append(torch.tensor(ctx.scalar(v)) if not probes else ctx.scalar(v))
+    return ctx.meta_of(torch.empty((), dtype=torch.result_type(probes[0], probes[1]), device="meta"))[1]
+
+
+def _binary(op: str, first: str = "self", second: str = "other", reverse: bool = False) -> Handler:
+    def handler(ctx: Context, a: dict[str, Any]) -> int:
+        dt = ctx.out_dtype()
+        x, y = ctx.operand(a[first], dt), ctx.operand(a[second], dt)
+        alpha = a.get("alpha", 1)
+        if reverse:  # rsub: other - alpha * self
+            x, y = y, x
+            if alpha != 1:
+                y = ctx.add("Binary", (y, ctx.const(alpha, dt)), {"op": "Mul"})
+        elif alpha is not None and alpha != 1:
+            y = ctx.add("Binary", (y, ctx.const(alpha, dt)), {"op": "Mul"})
+        return ctx.add("Binary", (x, y), {"op": op})
+
+    return handler
+
+
+for _op, _names in (
+    ("Add", ("add.Tensor", "add.Scalar")),
+    ("Sub", ("sub.Tensor", "sub.Scalar")),
+    ("Mul", ("mul.Tensor", "mul.Scalar")),
+    ("Div", ("div.Tensor", "div.Scalar")),
+    ("Max", ("maximum.default",)),
+    ("Min", ("minimum.default",)),
+    ("Pow", ("pow.Tensor_Scalar", "pow.Tensor_Tensor")),
+):
+    handles(*_names)(_binary(_op, second="exponent" if _op == "Pow" else "other"))
+handles("rsub.Tensor", "rsub.Scalar")(_binary("Sub", reverse=True))
+handles("pow.Scalar")(_binary("Pow", first="self", second="exponent"))
+
+
+@handles("div.Tensor_mode", "div.Scalar_mode")
+def _div_mode(ctx: Context, a: dict[str, Any]) -> int:
+    mode = a["rounding_mode"]
+    if mode is not None and not (mode == "trunc" and ctx.out_dtype() in ("i32", "i64")):
+        raise ctx.refuse(f"rounding_mode={mode!r} (only true division, or 'trunc' on integers, is in the format)")
+    return _binary("Div")(ctx, a)
+
+
+_COMPARE = {"eq": "Eq", "ne": "Ne", "lt": "Lt", "le": "Le", "gt": "Gt", "ge": "Ge"}
+
+
+def _compare(op: str) -> Handler:
+    def handler(ctx: Context, a: dict[str, Any]) -> int:
+        dt = _promoted(ctx, a["self"], a["other"])
+        return ctx.add("Compare", (ctx.operand(a["self"], dt), ctx.operand(a["other"], dt)), {"op": op})
+
+    return handler
+
+
+for _name, _op in _COMPARE.items():
+    handles(f"{_name}.Tensor", f"{_name}.Scalar")(_compare(_op))
+
+
+@handles("where.self", "where.ScalarSelf", "where.ScalarOther", "where.Scalar")
+def _where(ctx: Context, a: dict[str, Any]) -> int:
+    dt = ctx.out_dtype()
+    cond = ctx.cast(ctx.t(a["condition"]), "bool")
+    return ctx.add("Where", (cond, ctx.operand(a["self"], dt), ctx.operand(a["other"], dt)))
+
+
+# --------------------------------------------------------------------------- activations
+
+_UNARY = {
+    "relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "silu": "Silu", "hardswish": "HardSwish",
+    "hardsigmoid": "HardSigmoid", "mish": "Mish", "neg": "Neg", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
+    "rsqrt": "Rsqrt", "abs": "Abs", "sin": "Sin", "cos": "Cos", "tan": "Tan", "atan": "Atan",
+    "reciprocal": "Recip", "round": "Round", "floor": "Floor", "ceil": "Ceil", "sign": "Sign", "erf": "Erf",
+}
+
+
+def _activation(kind: str | None) -> Handler:
+    def handler(ctx: Context, a: dict[str, Any]) -> int:
+        k = kind or {"none": "Gelu", "tanh": "GeluApprox"}[a["approximate"]]
+        return ctx.add("Activation", (ctx.cast(ctx.t(a["self"]), ctx.out_dtype()),), {"kind": k})
+
+    return handler
+
+
+for _name, _kind in _UNARY.items():
+    handles(f"{_name}.default")(_activation(_kind))
+handles("gelu.default")(_activation(None))
+
+
+def _unit_elu(ctx: Context, a: dict[str, Any]) -> None:
+    if (a["alpha"], a["scale"], a["input_scale"]) != (1, 1, 1):
+        raise ctx.refuse(f"elu with alpha={a['alpha']}, scale={a['scale']}, input_scale={a['input_scale']} "
+                         "(the format's Elu has alpha = scale = input_scale = 1)")
+
+
+@handles("elu.default")
+def _elu(ctx: Context, a: dict[str, Any]) -> int:
+    _unit_elu(ctx, a)
+    return _activation("Elu")(ctx, a)
+
+
+def _softplus_exact(ctx: Context, beta: Any, threshold: Any) -> bool:
+    """Whether torch's linear branch (x > threshold) equals the format's Softplus after rounding to the dtype."""
+    if beta != 1:
+        raise ctx.refuse(f"softplus with beta={beta} (the format's Softplus has beta 1)")
+    t = float(ctx.scalar(threshold))
+    p = _PRECISION.get(ctx.out_dtype())
+    return p is not None and t > 0 and math.exp(-t) < 2.0 ** -(p + 1)
+
+
+@handles("softplus.default")
+def _softplus(ctx: Context, a: dict[str, Any]) -> int:
+    exact = _softplus_exact(ctx, a["beta"], a["threshold"])
+    x = ctx.cast(ctx.t(a["self"]), ctx.out_dtype())
+    y = ctx.add("Activation", (x,), {"kind": "Softplus"})
+    if exact:
+        return y
+    above = ctx.add("Compare", (x, ctx.const(a["threshold"], ctx.dtype(x))), {"op": "Gt"})
+    return ctx.add("Where", (above, x, y))
+
+
+# --------------------------------------------------------------------------- activation gradients
+
+def _grad(ctx: Context, kind: str, x_arg: Any, dy_arg: Any, wrt: str = "input") -> int:
+    shape, dt = ctx.out()
+    if dt not in FLOAT_DTYPES:
+        raise ctx.refuse(f"a gradient of dtype {dt} (the format's gradients are float)")
+    x = ctx.expand(ctx.cast(ctx.t(x_arg), dt), shape)
+    dy = ctx.expand(ctx.cast(ctx.t(dy_arg), dt), shape)
+    attrs: dict[str, Any] = {"kind": kind}
+    if wrt != "input":
+        attrs["wrt"] = wrt
+    return ctx.add("ActivationBackward", (x, dy), attrs)
+
+
+def _grad_of(kind: str, x: str = "self", wrt: str = "input") -> Handler:
+    return lambda ctx, a: _grad(ctx, kind, a[x], a["grad_output"], wrt)
+
+
+handles("sigmoid_backward.default")(_grad_of("Sigmoid", "output", "output"))
+handles("tanh_backward.default")(_grad_of("Tanh", "output", "output"))
+handles("silu_backward.default")(_grad_of("Silu"))
+handles("hardswish_backward.default")(_grad_of("HardSwish"))
+handles("hardsigmoid_backward.default")(_grad_of("HardSigmoid"))
+handles("mish_backward.default")(_grad_of("Mish"))
+
+
+@handles("gelu_backward.default")
+def _gelu_backward(ctx: Context, a: dict[str, Any]) -> int:
+    kind = {"none": "Gelu", "tanh": "GeluApprox"}[a["approximate"]]
+    return _grad(ctx, kind, a["self"], a["grad_output"])
+
+
+@handles("elu_backward.default")
+def _elu_backward(ctx: Context, a: dict[str, Any]) -> int:
+    _unit_elu(ctx, a)
+    return _grad(ctx, "Elu", a["self_or_result"], a["grad_output"], "output" if a["is_result"] else "input")
+
+
+@handles("softplus_backward.default")
+def _softplus_backward(ctx: Context, a: dict[str, Any]) -> int:
+    exact = _softplus_exact(ctx, a["beta"], a["threshold"])
+    g = _grad(ctx, "Softplus", a["self"], a["grad_output"])
+    if exact:
+        return g
+    x, dy = ctx.b.nodes[g].inputs
+    above = ctx.add("Compare", (x, ctx.const(a["threshold"], ctx.dtype(x))), {"op": "Gt"})
+    return ctx.add("Where", (above, dy, g))
+
+
+@handles("threshold_backward.default")
+def _threshold_backward(ctx: Context, a: dict[str, Any]) -> int:
+    shape, dt = ctx.out()
+    threshold = ctx.scalar(a["threshold"])
+    if threshold == 0 and dt in FLOAT_DTYPES:
+        x = ctx.expand(ctx.cast(ctx.t(a["self"]), dt), shape)
+        dy = ctx.expand(ctx.cast(ctx.t(a["grad_output"]), dt), shape)
+        return ctx.add("ReluBackward", (x, dy))
+    x = ctx.t(a["self"])  # torch's kernel: x <= t ? 0 : grad (grad where x is nan)
+    at_most = ctx.add("Compare", (x, ctx.const(threshold, ctx.dtype(x))), {"op": "Le"})
+    return ctx.add("Where", (at_most, ctx.const(0, dt), ctx.operand(a["grad_output"], dt)))
+
+
+# --------------------------------------------------------------------------- shapes and reductions
+
+def _same_or(op: str, attrs: Callable[[Context, int, tuple[int, ...]], dict[str, Any]]) -> Handler:
+    def handler(ctx: Context, a: dict[str, Any]) -> int:
+        x = ctx.cast(ctx.t(a["self"]), ctx.out_dtype())
+        shape = ctx.out()[0]
+        if op != "Transpose" and ctx.shape(x) == shape:
+            return x
+        at = attrs(ctx, x, shape)
+        if op == "Transpose" and at["perm"] == sorted(at["perm"]):
+            return x
+        return ctx.add(op, (x,), at)
+
+    return handler
+
+
+handles("view.default", "reshape.default", "_unsafe_view.default", "squeeze.default", "squeeze.dim",
+        "squeeze.dims", "unsqueeze.default")(_same_or("Reshape", lambda c, x, s: {"shape": list(s)}))
+handles("expand.default")(_same_or("Expand", lambda c, x, s: {"shape": list(s)}))
+
+
+def _perm(ctx: Context, x: int, dims: Sequence[int]) -> list[int]:
+    rank = len(ctx.shape(x))
+    return [d % rank if rank else 0 for d in dims]
+
+
+def _transpose_perm(ctx: Context, x: int, d0: int, d1: int) -> dict[str, Any]:
+    perm = list(range(len(ctx.shape(x))))
+    i, j = _perm(ctx, x, (d0, d1))
+    perm[i], perm[j] = perm[j], perm[i]
+    return {"perm": perm}
+
+
+handles("t.default")(_same_or("Transpose", lambda c, x, s: {"perm": list(range(len(s)))[::-1]}))
+HANDLERS["aten.permute.default"] = lambda ctx, a: _same_or(
+    "Transpose", lambda c, x, s: {"perm": _perm(c, x, a["dims"])})(ctx, a)
+HANDLERS["aten.transpose.int"] = lambda ctx, a: _same_or(
+    "Transpose", lambda c, x, s: _transpose_perm(c, x, a["dim0"], a["dim1"]))(ctx, a)
+
+
+def _reduce(op: str, dims_key: str | None) -> Handler:
+    def handler(ctx: Context, a: dict[str, Any]) -> int:
+        x = ctx.cast(ctx.t(a["self"]), ctx.out_dtype())
+        rank = len(ctx.shape(x))
+        dims = a.get(dims_key) if dims_key else None
+        axes = sorted({d % rank for d in dims}) if dims and rank else list(range(rank))
+        if not axes:
+            return x
+        return ctx.add("Reduce", (x,), {"op": op, "axes": axes, "keep_dim": bool(a.get("keepdim", False))})
+
+    return handler
+
+
+handles("sum.dim_IntList")(_reduce("Sum", "dim"))
+handles("sum.default")(_reduce("Sum", None))
+handles("mean.dim")(_reduce("Mean", "dim"))
+handles("mean.default")(_reduce("Mean", None))
+handles("amax.default")(_reduce("Max", "dim"))
+handles("amin.default")(_reduce("Min", "dim"))
+
+
+# --------------------------------------------------------------------------- matrix products
+
+@handles("mm.default", "bmm.default")
+def _mm(ctx: Context, a: dict[str, Any]) -> int:
+    dt = ctx.out_dtype()
+    return ctx.add("MatMul", (ctx.cast(ctx.t(a["self"]), dt), ctx.cast(ctx.t(a["mat2"]), dt)))
+
+
+@handles("addmm.default")
+def _addmm(ctx: Context, a: dict[str, Any]) -> int:
+    """beta * self + alpha * (mat1 @ mat2): MatMul + Add (scaled when alpha, beta are not 1)."""
+    dt = ctx.out_dtype()
+    prod = ctx.add("MatMul", (ctx.cast(ctx.t(a["mat1"]), dt), ctx.cast(ctx.t(a["mat2"]), dt)))
+    if a["alpha"] != 1:
+        prod = ctx.add("Binary", (prod, ctx.const(a["alpha"], dt)), {"op": "Mul"})
+    if a["beta"] == 0:  # torch ignores self then, nan and inf included
+        return prod
+    bias = ctx.cast(ctx.t(a["self"]), dt)
+    if a["beta"] != 1:
+        bias = ctx.add("Binary", (bias, ctx.const(a["beta"], dt)), {"op": "Mul"})
+    return ctx.add("Binary", (prod, bias), {"op": "Add"})
+
+
+# --------------------------------------------------------------------------- batch norm (eval mode)
+
+def _channels_last(ctx: Context, x: int) -> int:
+    shape = ctx.shape(x)
+    if len(shape) != 2:
+        raise ctx.refuse(
+            f"batch norm on a rank-{len(shape)} input {list(shape)}: torch's channels are on axis 1, the format's "
+            "BatchNormInference has them on the last axis; only [N, C] input (BatchNorm1d on 2-D) is mapped")
+    return shape[1]
+
+
+def _compute_dtype(ctx: Context, *args: Any) -> str:
+    dts = [ctx.val(x).dtype for x in args if x is not None]
+    dt = dts[0]
+    for d in dts[1:]:
+        dt = torch.promote_types(dt, d)
+    return ctx.meta_of(torch.empty((), dtype=dt, device="meta"))[1]
+
+
+def _per_channel(ctx: Context, arg: Any, fill: float, c: int, dt: str) -> int:
+    return ctx.const(fill, dt, (c,)) if arg is None else ctx.cast(ctx.t(arg), dt)
+
+
+def _bn_forward(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
+    if a.get("training", False):
+        raise ctx.refuse("training-mode batch norm (only eval mode, with running statistics, is mapped)")
+    if a["running_mean"] is None or a["running_var"] is None:
+        raise ctx.refuse("batch norm without running statistics")
+    x0 = ctx.t(a["input"])
+    c = _channels_last(ctx, x0)
+    dt = _compute_dtype(ctx, a["input"], a["weight"], a["bias"], a["running_mean"], a["running_var"])
+    ins = (ctx.cast(x0, dt), _per_channel(ctx, a["weight"], 1.0, c, dt), _per_channel(ctx, a["bias"], 0.0, c, dt),
+           ctx.cast(ctx.t(a["running_mean"]), dt), ctx.cast(ctx.t(a["running_var"]), dt))
+    y = ctx.cast(ctx.add("BatchNormInference", ins, {"eps": float(a["eps"])}), ctx.out(0)[1])
+    stats = []
+    for i in (1, 2):
+        shape, sdt = ctx.out(i)
+        if math.prod(shape) != 0:
+            raise ctx.refuse(f"eval-mode batch norm returning non-empty statistics of shape {list(shape)}")
+        stats.append(Empty(shape, sdt))
+    return (y, *stats)
+
+
+handles("_native_batch_norm_legit_no_training.default", "native_batch_norm.default",
+        "_native_batch_norm_legit.default")(_bn_forward)
+
+
+@handles("native_batch_norm_backward.default")
+def _bn_backward(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
+    if a["train"]:
+        raise ctx.refuse("training-mode batch norm backward (only eval mode is mapped)")
+    if a["running_mean"] is None or a["running_var"] is None:
+        raise ctx.refuse("batch norm backward without running statistics")
+    x0 = ctx.t(a["input"])
+    c = _channels_last(ctx, x0)
+    dt = _compute_dtype(ctx, a["grad_out"], a["input"], a["weight"], a["running_mean"], a["running_var"])
+    x, dy = ctx.cast(x0, dt), ctx.cast(ctx.t(a["grad_out"]), dt)
+    mean, var = ctx.cast(ctx.t(a["running_mean"]), dt), ctx.cast(ctx.t(a["running_var"]), dt)
+    eps = {"eps": float(a["eps"])}
+    mask = list(a["output_mask"])
+    out: list[Any] = [None, None, None]
+    if mask[0]:
+        gamma = _per_channel(ctx, a["weight"], 1.0, c, dt)
+        g = ctx.add("BatchNormInferenceBackwardInput", (x, gamma, mean, var, dy), eps)
+        out[0] = ctx.cast(g, ctx.out(0)[1])
+    if mask[1]:
+        out[1] = ctx.cast(ctx.add("BatchNormInferenceBackwardGamma", (x, mean, var, dy), eps), ctx.out(1)[1])
+    if mask[2]:
+        out[2] = ctx.cast(ctx.add("BatchNormInferenceBackwardBeta", (dy,)), ctx.out(2)[1])
+    return tuple(out)

@@ -1,0 +1,141 @@
+"""Split an FX graph around the nodes the importer cannot map.
+
+`split(gm)` walks the nodes in order and cuts them into segments: maximal runs of
+mappable nodes, and the unmappable nodes between them. Each mappable run becomes
+a sub-GraphModule (its own placeholders and outputs), which the caller lowers; the
+unmappable nodes stay as they are in the top graph, which calls the segments in
+order. Cutting in topological order never makes a cycle.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+
+import torch.fx as fx
+
+from .common import UnsupportedOp
+from .importer import Context, bind, op_name
+
+
+@dataclass
+class Segment:
+    nodes: list[fx.Node]
+    inputs: list[fx.Node] = field(default_factory=list)
+    outputs: list[fx.Node] = field(default_factory=list)
+    module: fx.GraphModule | None = None
+
+
+def probe(node: fx.Node) -> UnsupportedOp | None:
+    """Why `node` alone cannot be mapped (None when it can): its tensor arguments stand in as Inputs."""
+    from .aten import HANDLERS
+
+    ctx = Context("probe")
+    for arg in node.all_input_nodes:
+        val = arg.meta.get("val")
+        ctx.node = arg
+        try:
+            shape, dtype = ctx.meta_of(val)
+        except UnsupportedOp:
+            ctx.env[arg] = None
+            continue
+        ctx.env[arg] = ctx.b.add("Input", (), {"name": arg.name}, shape, dtype)
+    ctx.node = node
+    name = op_name(node)
+    if name not in HANDLERS:
+        return ctx.refuse("no mapping onto the format's ops")
+    try:
+        HANDLERS[name](ctx, bind(node))
+    except UnsupportedOp as e:
+        return e
+    return None
+
+
+def _ordered(gm: fx.GraphModule) -> list[fx.Node]:
+    """The graph's nodes, each getitem moved right after the node it picks from."""
+    getitems: dict[fx.Node, list[fx.Node]] = {}
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target is operator.getitem and isinstance(n.args[0], fx.Node):
+            getitems.setdefault(n.args[0], []).append(n)
+    moved = {g for gs in getitems.values() for g in gs}
+    out: list[fx.Node] = []
+    for n in gm.graph.nodes:
+        if n not in moved:
+            out.append(n)
+            out.extend(getitems.get(n, []))
+    return out
+
+
+def plan(gm: fx.GraphModule) -> tuple[list[fx.Node | Segment], dict[str, int]]:
+    """The top graph's items in order (a node kept as it is, or a segment) and the unmapped ops counted."""
+    items: list[fx.Node | Segment] = []
+    refused: dict[str, int] = {}
+    mapped: set[fx.Node] = set()
+    current: Segment | None = None
+    for n in _ordered(gm):
+        if n.op in ("placeholder", "output"):
+            ok = False
+        elif n.op == "call_function" and n.target is operator.getitem:
+            ok = n.args[0] in mapped
+        elif n.op == "get_attr":
+            ok = True
+        else:
+            ok = probe(n) is None
+            if not ok:
+                refused[op_name(n)] = refused.get(op_name(n), 0) + 1
+        if ok:
+            mapped.add(n)
+            if current is None:
+                current = Segment([])
+                items.append(current)
+            current.nodes.append(n)
+        else:
+            current = None
+            items.append(n)
+    for seg in (i for i in items if isinstance(i, Segment)):
+        inside = set(seg.nodes)
+        seg.inputs = list(dict.fromkeys(a for n in seg.nodes for a in n.all_input_nodes if a not in inside))
+        seg.outputs = [n for n in seg.nodes if any(u not in inside for u in n.users)]
+    return items, refused
+
+
+def segment_module(gm: fx.GraphModule, seg: Segment) -> fx.GraphModule:
+    """A segment as a GraphModule of its own: placeholders for its inputs, a tuple of its outputs."""
+    g = fx.Graph()
+    env: dict[fx.Node, fx.Node] = {}
+    for a in seg.inputs:
+        p = g.placeholder(a.name)
+        p.meta = dict(a.meta)
+        env[a] = p
+    for n in seg.nodes:
+        env[n] = g.node_copy(n, lambda x: env[x])
+    g.output(tuple(env[o] for o in seg.outputs))
+    return fx.GraphModule(gm, g, class_name="Segment")
+
+
+def assemble(gm: fx.GraphModule, items: list[fx.Node | Segment]) -> fx.GraphModule:
+    """The top graph: kept nodes copied, each segment a call of its (lowered) module."""
+    g = fx.Graph()
+    env: dict[fx.Node, fx.Node] = {}
+    modules: dict[str, object] = {}
+    for item in items:
+        if isinstance(item, Segment):
+            name = f"segment_{len(modules)}"
+            assert item.module is not None
+            modules[name] = item.module
+            call = g.call_module(name, tuple(env[a] for a in item.inputs))
+            for k, o in enumerate(item.outputs):
+                env[o] = g.call_function(operator.getitem, (call, k))
+                env[o].meta = dict(o.meta)
+        else:
+            if item.op == "get_attr":
+                modules[str(item.target)] = _getattr(gm, str(item.target))
+            env[item] = g.node_copy(item, lambda x: env[x])
+    return fx.GraphModule(modules, g, class_name="PartlyLowered")
+
+
+def _getattr(gm: fx.GraphModule, target: str) -> object:
+    obj: object = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
