@@ -64,9 +64,12 @@ code, .mono { font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace
 .choice { margin:0 0 14px; }
 .choice .head { display:flex; align-items:baseline; gap:10px; margin-bottom:6px; flex-wrap:wrap; }
 .choice .where { color:var(--muted); font-size:12px; margin-top:6px; }
-.graphs { display:grid; grid-template-columns:repeat(auto-fit, minmax(460px, 1fr)); gap:14px; align-items:start; }
+.graphs { display:grid; grid-template-columns:1fr; gap:14px; align-items:start; }
+.drawing { text-align:center; }
+svg.graph, svg.chart { max-width:100%; height:auto; }
 .growth { display:flex; flex-wrap:wrap; gap:18px; align-items:flex-start; }
-.growth .side { flex:1 1 300px; min-width:260px; max-height:300px; overflow:auto; }
+.growth .plot { flex:2 1 560px; min-width:0; }
+.growth .side { flex:1 1 340px; min-width:300px; max-height:300px; overflow:auto; }
 .legend span { display:inline-flex; align-items:center; gap:5px; margin-right:14px; color:var(--muted); font-size:12px; }
 .sw { width:14px; height:14px; border-radius:4px; display:inline-block; border:1.5px solid #98a2b3; }
 details summary { cursor:pointer; color:var(--accent); margin:8px 0; }
@@ -87,6 +90,10 @@ def _num(c: float | None) -> str:
 
 def _ms(seconds: float) -> str:
     return "—" if seconds <= 0 else f"{seconds * 1000:.1f} ms" if seconds >= 1e-4 else "<0.1 ms"
+
+
+def _secs(seconds: float) -> str:
+    return f"{seconds:.2f} s" if seconds >= 0.1 else f"{seconds * 1000:.1f} ms"
 
 
 def _nice_ticks(hi: float, n: int = 5) -> list[float]:
@@ -110,7 +117,7 @@ def _fmt_tick(v: float) -> str:
 def growth_svg(iterations: Sequence[dict[str, Any]]) -> str:
     if not iterations:
         return '<p class="note">No iteration ran.</p>'
-    w, h, left, right, top, bottom = 760, 280, 58, 58, 18, 40
+    w, h, left, right, top, bottom = 700, 280, 58, 58, 18, 40
     pw, ph = w - left - right, h - top - bottom
     xs = [it["index"] for it in iterations]
     x0, x1 = min(xs) - 0.5, max(xs) + 0.5
@@ -316,7 +323,8 @@ def _op_table(graph: Graph, backend: Backend) -> str:
     return f"<table class='ops'><tr><th>op</th><th class='num'>nodes</th><th>{_e(backend.name)}</th></tr>{body}</table>"
 
 
-def _graph_panel(title: str, graph: Graph, backend: Backend, uid: str) -> str:
+def _graph_panel(title: str, graph: Graph, backend: Backend, uid: str) -> tuple[str, float]:
+    """The panel and the width of its drawing."""
     cost = graph_cost(graph, backend)
     bad = sum(not backend.runs_node(n) for n in graph.nodes)
     head = (f"<div class='head'><h3>{_e(title)}: {len(graph.nodes):,} nodes, cost {_num(cost)}"
@@ -330,7 +338,8 @@ def _graph_panel(title: str, graph: Graph, backend: Backend, uid: str) -> str:
                  f" {total_layers} layers ({drawn} nodes).</p>") + _op_table(graph, backend)
     elif drawn < len(graph.nodes):
         body += f"<p class='note'>Wide layers are cut at {MAX_PER_LAYER} boxes.</p>"
-    return f"<div class='panel'>{head}{body}<div class='drawing'>{svg}</div></div>"
+    width = float(re.search(r'width="([\d.]+)"', svg).group(1))  # type: ignore[union-attr]
+    return f"<div class='panel'>{head}{body}<div class='drawing'>{svg}</div></div>", width
 
 
 # --- alternatives -------------------------------------------------------------------------------
@@ -409,7 +418,7 @@ def _cards(ex: Exploration, r: dict[str, Any]) -> str:
         ("saturation", f"{len(sat.iterations)} iterations", f"stop: {stop}{stop_tag}"),
         ("rules", f"{sum(1 for x in r['rules'] if x['matches'])} of {len(r['rules'])} matched",
          f"{sum(x['matches'] for x in r['rules']):,} matches"),
-        ("time", f"{ex.seconds.get('total', 0.0):.2f} s", f"saturate {ex.seconds.get('saturate', 0.0):.2f} s"),
+        ("time", _secs(ex.seconds.get("total", 0.0)), f"saturate {_secs(ex.seconds.get('saturate', 0.0))}"),
     ]
     return "<div class='cards'>" + "".join(
         f"<div class='card'><div class='k'>{_e(k)}</div><div class='v'>{v}</div><div class='d'>{d}</div></div>"
@@ -420,20 +429,24 @@ def _rules_table(rules: list[dict[str, Any]]) -> str:
     fired = sorted((x for x in rules if x["matches"]), key=lambda x: (-x["matches"], x["name"]))
     idle = sorted((x for x in rules if not x["matches"]), key=lambda x: x["name"])
     top = max((x["matches"] for x in fired), default=1)
+    timed = any(x["seconds"] > 0 for x in rules)
 
     def row(x: dict[str, Any]) -> str:
         w = 100 * x["matches"] / top if top else 0
         return (f"<tr><td><code>{_e(x['name'])}</code></td><td>{_e(x['identity'])}</td>"
                 f"<td class='num'>{x['matches']:,}</td><td style='width:120px'><div class='bar' style='width:{w:.0f}%'>"
-                f"</div></td><td class='num'>{_ms(x['seconds'])}</td></tr>")
+                f"</div></td>" + (f"<td class='num'>{_ms(x['seconds'])}</td>" if timed else "") + "</tr>")
 
-    head = "<tr><th>rule</th><th>identity</th><th class='num'>matches</th><th></th><th class='num'>time</th></tr>"
+    head = ("<tr><th>rule</th><th>identity</th><th class='num'>matches</th><th></th>"
+            + ("<th class='num'>time</th>" if timed else "") + "</tr>")
     out = f"<div class='panel'><table class='rules'>{head}{''.join(row(x) for x in fired)}</table>"
     if not fired:
         out = f"<div class='panel'><p class='note'>No rule matched.</p><table class='rules'>{head}</table>"
     if idle:
         out += (f"<details><summary>{len(idle)} rule{'s' if len(idle) != 1 else ''} ran without a match</summary>"
                 f"<table class='rules'>{head}{''.join(row(x) for x in idle)}</table></details>")
+    if rules and not timed:
+        out += "<p class='note'>egglog reported no time per rule for this run.</p>"
     return out + "</div>"
 
 
@@ -484,6 +497,10 @@ def render(ex: Exploration) -> str:
         f"<tr><td class='num'>{it['index']}</td><td class='num'>{it['eclasses']:,}</td>"
         f"<td class='num'>{it['enodes']:,}</td><td class='num'>{sum(it['matches'].values()):,}</td>"
         f"<td class='num'>{_ms(it['seconds'])}</td></tr>" for it in iters)
+    (before, wb), (after, wa) = (_graph_panel("before", ex.graph, ex.backend, "before"),
+                                 _graph_panel("after, on " + r["backend"], ex.after, ex.backend, "after"))
+    # side by side when both fit the page (columns in proportion to the drawings), else one above the other
+    columns = f"minmax(0,{wb:.0f}fr) minmax(0,{wa:.0f}fr)" if wb + wa <= 1150 else "minmax(0,1fr)"
     compare_note = "" if len(names) > 1 else "<p class='note'>Run with --compare a,b to compare backends.</p>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -497,7 +514,7 @@ could have become and what extraction chose. Costs are the backend's cost model
 (backends compared: {_e(', '.join(names))}).</p>
 {_cards(ex, r)}
 <h2 id="growth">E-graph growth</h2>
-<div class="panel growth"><div>{growth_svg(iters)}</div>
+<div class="panel growth"><div class="plot">{growth_svg(iters)}</div>
 <div class="side"><table class="iterations"><tr><th class='num'>iteration</th>
 <th class='num'>e-classes</th><th class='num'>e-nodes</th><th class='num'>matches</th><th class='num'>time</th></tr>
 {growth_rows}</table></div></div>
@@ -505,7 +522,7 @@ could have become and what extraction chose. Costs are the backend's cost model
 {_rules_table(r['rules'])}
 <h2 id="graphs">The graph before and after</h2>
 {legend}
-<div class="graphs">{_graph_panel('before', ex.graph, ex.backend, 'before')}{_graph_panel('after, on ' + r['backend'], ex.after, ex.backend, 'after')}</div>
+<div class="graphs" style="grid-template-columns:{columns}">{before}{after}</div>
 <h2 id="choices">Alternatives</h2>
 <p class="note">Each backward op and each rewritten node, with the forms its e-class holds. A cost is what
 extraction ranked the form by on that backend: its kernel plus the cheapest cost of each input, down to the
