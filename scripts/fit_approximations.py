@@ -1,25 +1,30 @@
-"""Fit the rational approximations of `erf` and `atan` used by the forward lowerings.
+"""Fit the approximations of `erf` and `atan` used by the forward lowerings.
 
-    python scripts/fit_approximations.py            # fit, measure, print the module
+    python scripts/fit_approximations.py            # fit, measure, print the summary
     python scripts/fit_approximations.py --write    # ... and rewrite egraph_lower/rules/approximations.py
 
-Both functions are odd and are fitted as `x * P(x^2) / Q(x^2)` with Q(0) = 1:
+erf, in two pieces split at |x| = 1 (both evaluated, a `where` picks one):
+- |x| < 1:  erf(x) = x * P(x^2), P a polynomial (relative accuracy near 0);
+- |x| >= 1: erf(x) = sign(x) * (1 - exp(-a^2) * S(a - 1)), a = min(|x|, 4), S = P/Q a
+  rational approximation of erfc(a) exp(a^2), which is smooth (~ 1/(a sqrt(pi))).
+  Computing the small erfc and subtracting it from 1 keeps the rounding errors of
+  S's evaluation relative to erfc (<= 0.16), not to erf: a single rational
+  x P(x^2)/Q(x^2) for erf on [-4, 4] has ~4 f32 ulps of error near erf = 1 from
+  its own ~20 roundings. The clamp at 4 costs erfc(4) = 1.5e-8, under half an f32
+  ulp of 1.
+atan: atan(z) = z * P(z^2) on z in [0, 1] (degree 8 in z^2); the lowering reduces
+|x| > 1 by atan(|x|) = pi/2 - atan(1/|x|) and restores the sign.
 
-- erf on x in [0, 4] (the lowering clamps x to [-4, 4]; erf(4) = 1 - 1.5e-8 rounds
-  to 1 in f32, so the clamp costs nothing at f32 precision);
-- atan on z in [0, 1] (the lowering reduces |x| > 1 by atan(|x|) = pi/2 - atan(1/|x|)).
+The fits are discrete minimax fits of the *relative* error |P/Q - g| / g on a dense
+grid, by bisection on the error level d: each step is the linear feasibility
+problem |P(t) - g(t) Q(t)| <= d g(t) Q(t), Q(t) >= 1/2, solved with scipy's HiGHS,
+in float64. The polynomials are fitted in a variable scaled to [0, 1] and
+converted afterwards.
 
-The fit is a discrete minimax of the *relative* error |P/Q - g| / g, g = f(x)/x,
-on a dense grid, by bisection on the error level d: each step is the linear
-feasibility problem |P(t) - g(t) Q(t)| <= d g(t) Q(t), Q(t) >= 1/2, solved with
-scipy's HiGHS. Relative error bounds the absolute error too (|f| <= 1 here, or the
-reduced atan <= pi/4) and keeps erf(x) accurate near 0. Everything is in float64;
-the polynomial is fitted in the scaled variable t / t_max and converted afterwards.
-
-The measured errors are of the approximation as the lowering evaluates it: every
-coefficient and every operation rounded to the dtype (NumPy's IEEE arithmetic in
-f32; in f16/bf16 each op computed in f64 and rounded once, as the hardware does).
-The f32 evaluation is what the targets are for (<= about 1 f32 ulp of 1, 1.2e-7).
+The measured errors are of the lowerings as they are evaluated: every coefficient
+and every operation rounded to the dtype (each op computed in float64 and rounded
+once, which is IEEE arithmetic in that dtype), on millions of points. The f32
+evaluation is what the targets are for (<= about 1 f32 ulp of 1, 1.2e-7).
 """
 
 from __future__ import annotations
@@ -33,13 +38,21 @@ import ml_dtypes
 import numpy as np
 from scipy.optimize import linprog
 
+ERF_SPLIT = 1.0
 ERF_CLAMP = 4.0
-ERF_DEGREES = (5, 5)  # degrees of P and Q in t = x^2
+ERF_SMALL_DEGREE = 5  # P in t = x^2 on [0, 1]
+ERF_TAIL_DEGREES = (3, 3)  # S = P/Q in s = a - 1 on [0, 3]
 ATAN_DEGREES = (8, 0)
 MODULE = Path(__file__).resolve().parent.parent / "egraph_lower" / "rules" / "approximations.py"
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
 _atan = np.arctan
+
+
+def _g_erf_tail(s: np.ndarray) -> np.ndarray:
+    a = ERF_SPLIT + s
+    return _erfc(a) * np.exp(a * a)
 
 
 def _g_erf(t: np.ndarray) -> np.ndarray:
@@ -122,38 +135,48 @@ def _rounder(dtype):
 DTYPES = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
 
 
-def erf_lowered(x: np.ndarray, p, q, dtype) -> np.ndarray:
-    """The lowering `(* xc (/ P(t) Q(t)))`, t = xc*xc, xc = clamp(x, -4, 4), every op rounded to dtype."""
+def erf_lowered(x: np.ndarray, small, tail_p, tail_q, dtype) -> np.ndarray:
+    """The lowering (forward.py's erf-lower), every coefficient and op rounded to dtype."""
     rnd = _rounder(dtype)
     x = rnd(x)
-    xc = np.clip(x, -ERF_CLAMP, ERF_CLAMP)
-    t = rnd(xc * xc)
-    return rnd(xc * rnd(horner(p, t, rnd) / horner(q, t, rnd)))
+    c = lambda v: rnd(np.full_like(x, v))  # noqa: E731  a literal of the dtype
+    a = np.abs(x)
+    t = rnd(x * x)
+    inner = rnd(x * horner(small, t, rnd))
+    ac = np.minimum(a, c(ERF_CLAMP))
+    s = rnd(ac - c(ERF_SPLIT))
+    tail = rnd(horner(tail_p, s, rnd) / horner(tail_q, s, rnd))
+    e = rnd(np.exp(-rnd(ac * ac)))
+    outer = np.sign(x) * rnd(c(1.0) - rnd(e * tail))
+    return np.where(a < ERF_SPLIT, inner, outer)
 
 
-def atan_lowered(x: np.ndarray, p, q, dtype) -> np.ndarray:
-    """sign(x) * where(a > 1, pi/2 - r, r), r = z P(z^2)/Q(z^2), z = min(a, 1/a), a = |x|."""
+def atan_lowered(x: np.ndarray, p, dtype) -> np.ndarray:
+    """sign(x) * where(a > 1, pi/2 - r, r), r = z P(z^2), z = min(a, 1/a), a = |x| (forward.py's atan-lower)."""
     rnd = _rounder(dtype)
     x = rnd(x)
     a = np.abs(x)
     with np.errstate(divide="ignore"):
         z = np.minimum(a, rnd(1 / a))
     t = rnd(z * z)
-    r = rnd(z * rnd(horner(p, t, rnd) / horner(q, t, rnd)))
+    r = rnd(z * horner(p, t, rnd))
     r = np.where(a > 1, rnd(rnd(np.full_like(x, math.pi / 2)) - r), r)
     return np.sign(x) * r  # a NaN only where x is NaN
 
 
-def measure(lowered, exact, xs: np.ndarray, p, q, dtype) -> tuple[float, float, float]:
+def measure(lowered, exact, xs: np.ndarray, coeffs: tuple, dtype) -> tuple[float, float, float]:
     """(max absolute error, max relative error, worst x) of `lowered` in dtype against float64 `exact`."""
     x = _rounder(dtype)(xs)
-    got = lowered(x, p, q, dtype)
+    got = lowered(x, *coeffs, dtype)
     ref = exact(x)
     err = np.abs(got - ref)
-    rel = err / np.maximum(np.abs(ref), np.finfo(np.float64).tiny)
-    rel[ref == 0] = np.where(got[ref == 0] == 0, 0.0, np.inf)
+    # relative error against max(|ref|, smallest normal): subnormal results are rounded absolutely
+    rel = err / np.maximum(np.abs(ref), _TINY[dtype])
     i = int(np.argmax(err))
     return float(err.max()), float(rel.max()), float(x[i])
+
+
+_TINY = {np.float64: 2.0**-1022, np.float32: 2.0**-126, np.float16: 2.0**-14, ml_dtypes.bfloat16: 2.0**-126}
 
 
 def _samples(limit: float) -> np.ndarray:
@@ -170,22 +193,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", action="store_true", help=f"rewrite {MODULE.name}")
     args = ap.parse_args(argv)
 
-    ep, eq, erf_fit = fit(_g_erf, ERF_CLAMP**2, *ERF_DEGREES)
-    ap_, aq, atan_fit = fit(_g_atan, 1.0, *ATAN_DEGREES)
-    exact_erf = np.vectorize(math.erf, otypes=[np.float64])
-    lines = [f"erf  {ERF_DEGREES}: max relative fit error in float64 {erf_fit:.3g}",
-             f"atan {ATAN_DEGREES}: max relative fit error in float64 {atan_fit:.3g}"]
+    small, _, small_fit = fit(_g_erf, ERF_SPLIT**2, ERF_SMALL_DEGREE, 0)
+    tp, tq, tail_fit = fit(_g_erf_tail, ERF_CLAMP - ERF_SPLIT, *ERF_TAIL_DEGREES)
+    ap_, _, atan_fit = fit(_g_atan, 1.0, *ATAN_DEGREES)
+    lines = [f"erf |x| < 1: degree {ERF_SMALL_DEGREE} in x^2, max relative fit error {small_fit:.3g}",
+             f"erf tail S: degrees {ERF_TAIL_DEGREES}, max relative fit error {tail_fit:.3g}",
+             f"atan: degree {ATAN_DEGREES[0]} in z^2, max relative fit error {atan_fit:.3g}"]
     xs_erf = _samples(6.0)
     xs_atan = np.concatenate([_samples(4.0), np.logspace(0, 30, 100_001), -np.logspace(0, 30, 100_001)])
     measured: dict[str, dict[str, tuple[float, float, float]]] = {"erf": {}, "atan": {}}
     for name in DTYPES:
-        measured["erf"][name] = measure(erf_lowered, exact_erf, xs_erf, ep, eq, DTYPES[name])
-        measured["atan"][name] = measure(atan_lowered, np.arctan, xs_atan, ap_, aq, DTYPES[name])
+        measured["erf"][name] = measure(erf_lowered, _erf, xs_erf, (small, tp, tq), DTYPES[name])
+        measured["atan"][name] = measure(atan_lowered, np.arctan, xs_atan, (ap_,), DTYPES[name])
     for fn in ("erf", "atan"):
         for name, (ae, re, wx) in measured[fn].items():
             lines.append(f"{fn:4} evaluated in {name:4}: max abs error {ae:.3g}, max rel error {re:.3g} (at x = {wx:.6g})")
     print("\n".join(lines))
-    text = module_text(ep, eq, ap_, aq, erf_fit, atan_fit, measured)
+    text = module_text(small, tp, tq, ap_, small_fit, tail_fit, atan_fit, measured)
     if args.write:
         MODULE.write_text(text)
         print(f"wrote {MODULE}")
@@ -196,27 +220,27 @@ def _fmt(cs: list[float]) -> str:
     return "(" + ", ".join(repr(float(np.float64(c))) for c in cs) + ",)"
 
 
-def module_text(ep, eq, ap_, aq, erf_fit, atan_fit, measured) -> str:
+def module_text(small, tp, tq, ap_, small_fit, tail_fit, atan_fit, measured) -> str:
     def table(fn: str) -> str:
-        rows = [f"    {name:4}  {ae:9.2e}  {re:9.2e}" for name, (ae, re, _) in measured[fn].items()]
-        return "    dtype  max abs    max rel\n" + "\n".join(rows)
+        rows = [f"    {name:4}  {ae:9.2e}  {re:9.2e}  {_ulps(ae, name)}" for name, (ae, re, _) in measured[fn].items()]
+        return "    dtype  max abs    max rel    ulps of 1\n" + "\n".join(rows)
 
     return f'''"""Fitted coefficients of the `erf` and `atan` approximations (forward lowerings).
 
-Generated by `scripts/fit_approximations.py --write`; do not edit by hand.
+Generated by `scripts/fit_approximations.py --write`; do not edit by hand. Coefficients
+are listed lowest degree first.
 
-Both are odd functions written as `x * P(x^2) / Q(x^2)`, Q(0) = 1, coefficients
-lowest degree first, fitted in float64 as a minimax of the relative error:
+erf (forward.py's erf-lower), two pieces split at |x| = {ERF_SPLIT:g}:
+- |x| < {ERF_SPLIT:g}:  x * P(x^2), P = ERF_SMALL_P (max relative fit error {small_fit:.2e});
+- |x| >= {ERF_SPLIT:g}: sign(x) * (1 - exp(-a^2) * S(a - {ERF_SPLIT:g})), a = min(|x|, {ERF_CLAMP:g}),
+  S = ERF_TAIL_P / ERF_TAIL_Q ~ erfc(a) exp(a^2) (max relative fit error {tail_fit:.2e});
+  erfc({ERF_CLAMP:g}) = 1.5e-8 is under half an f32 ulp of 1, so the clamp costs nothing in f32.
+atan (atan-lower): z * P(z^2) ~ atan(z) on z in [0, 1], P = ATAN_P (max relative fit
+error {atan_fit:.2e}); the lowering takes z = min(|x|, 1/|x|), uses pi/2 - r for |x| > 1,
+and restores the sign.
 
-- `erf(x) ~ xc * P(xc^2) / Q(xc^2)`, xc = x clamped to [-{ERF_CLAMP:g}, {ERF_CLAMP:g}]
-  (|erf(x) - erf(4)| < 1.6e-8 beyond the clamp, under half an f32 ulp of 1).
-  Max relative error of the fit itself: {erf_fit:.2e}.
-- `atan(z) ~ z * P(z^2) / Q(z^2)` on z in [0, 1]; the lowering reduces
-  atan(x) = sign(x) * (|x| <= 1 ? r(|x|) : pi/2 - r(1/|x|)), computing z = min(|x|, 1/|x|).
-  Max relative error of the fit itself: {atan_fit:.2e}.
-
-Measured accuracy of the lowering as the backend evaluates it (coefficients and
-every operation rounded to the dtype), over millions of points (see the script):
+Measured error of each lowering as a backend evaluates it (coefficients and every
+operation rounded to the dtype), on millions of points (see the script):
 
 erf on [-6, 6]:
 {table("erf")}
@@ -224,21 +248,29 @@ erf on [-6, 6]:
 atan on [-1e30, 1e30]:
 {table("atan")}
 
-So both are accurate to f32 (about one f32 ulp of 1, 1.2e-7) and to within
-rounding in f16 and bf16; in f64 they are f32-accurate approximations, not
-f64-accurate: a backend lowering f64 Erf or Atan this way loses precision.
+So both are accurate to about one f32 ulp of 1 in f32 and to about one ulp in f16
+and bf16; in f64 they remain f32-accurate approximations, not f64-accurate: a
+backend that lowers f64 Erf or Atan this way computes them to ~1e-8.
 """
 
+ERF_SPLIT = {ERF_SPLIT!r}
 ERF_CLAMP = {ERF_CLAMP!r}
-ERF_P: tuple[float, ...] = {_fmt(ep)}
-ERF_Q: tuple[float, ...] = {_fmt(eq)}
+ERF_SMALL_P: tuple[float, ...] = {_fmt(small)}
+ERF_TAIL_P: tuple[float, ...] = {_fmt(tp)}
+ERF_TAIL_Q: tuple[float, ...] = {_fmt(tq)}
 ATAN_P: tuple[float, ...] = {_fmt(ap_)}
-ATAN_Q: tuple[float, ...] = {_fmt(aq)}
 
-# Measured max absolute error of each lowering evaluated in each dtype (the checker's bound).
+# Measured max absolute error of each lowering evaluated in each dtype (the checker's bound uses it).
 ERF_MAX_ABS_ERROR: dict[str, float] = {{{", ".join(f'"{k}": {v[0]:.3g}' for k, v in measured["erf"].items())}}}
 ATAN_MAX_ABS_ERROR: dict[str, float] = {{{", ".join(f'"{k}": {v[0]:.3g}' for k, v in measured["atan"].items())}}}
 '''
+
+
+ULP1 = {"f64": 2.0**-52, "f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}
+
+
+def _ulps(err: float, dtype: str) -> str:
+    return "    -" if dtype == "f64" else f"{err / ULP1[dtype]:5.2f}"
 
 
 if __name__ == "__main__":
