@@ -389,3 +389,17 @@ def test_html_in_a_browser(ex: Exploration, tmp_path: Path) -> None:
     assert done.returncode == 0 and _console(done.stderr) == []
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+
+
+def test_a_compared_backend_without_a_form_is_reported_not_fatal(tmp_path: Path) -> None:
+    tiny = tmp_path / "tiny.json"
+    tiny.write_text(json.dumps({
+        "name": "tiny", "description": "no activations, no backward ops",
+        "ops": ["Input", "Param", "Constant", "Binary", "MatMul", "Transpose", "Reduce"],
+        "cost": {"launch": 5, "byte": 1e-5, "flop": 2e-6, "view": 0.1}}))
+    e = explore(small_graph(), "metal", compare=[str(tiny)])
+    st = e.report()["compare"]["tiny"]
+    assert st["nodes"] is None and st["cost"] is None and "backend tiny" in st["error"]
+    assert "no runnable graph" in e.to_html()
+    with pytest.raises(el.LowerError):  # the explored backend itself must have a form
+        explore(small_graph(), str(tiny))

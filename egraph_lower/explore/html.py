@@ -19,7 +19,7 @@ from ..backends import Backend
 from ..extract import graph_cost
 from ..graph import Graph, Node
 from ..ops import BACKWARD_OPS
-from .alternatives import Alternative, value_name
+from .alternatives import Alternative
 
 if TYPE_CHECKING:
     from . import Exploration
