@@ -85,7 +85,7 @@ ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "Round": torch.round,  # half to even, like the format
     "Floor": torch.floor,
     "Ceil": torch.ceil,
-    "Sign": torch.sign,
+    "Sign": lambda x: torch.where(torch.isnan(x), x, torch.sign(x)) if x.is_floating_point() else torch.sign(x),
     "Softplus": _softplus,  # exact: torch's F.softplus is linear above its threshold
     "Elu": F.elu,
     "Erf": torch.erf,
