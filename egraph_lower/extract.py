@@ -49,51 +49,63 @@ class Decoded:
 
 
 def infer_metas(t: Tables, graph: Graph, decoded: Decoded) -> list[Meta | None]:
-    """Shape and dtype of each e-class; None where no e-node's inputs are known (dead classes)."""
+    """Shape and dtype of each e-class; None where no e-node's inputs are known (dead classes).
+
+    Equal metas are one shared tuple, so later stages can key caches by `id(meta)`.
+    Only e-nodes of classes not known from the original graph are visited.
+    """
+    interned: dict[Meta, Meta] = {}
     metas: list[Meta | None] = [None] * t.n_classes
     by_id = graph.by_id
-    ready: list[int] = []
     for node_id, c in t.ref.items():
         n = by_id[node_id]
         if metas[c] is None:
-            metas[c] = (n.shape, n.dtype)
-            ready.append(c)
-    parents = t.parents_by_class()
-    pending = [len(set(kids)) for kids in t.children]
-    cache: dict[tuple[Any, ...], Meta] = {}
-
-    def settle(n: int) -> None:
-        c = t.eclass[n]
+            m = (n.shape, n.dtype)
+            metas[c] = interned.setdefault(m, m)
+    eclass, children, ctors, fields_of = t.eclass, t.children, t.ctor, t.fields
+    unknown = [n for n, c in enumerate(eclass) if metas[c] is None]
+    waiting: dict[int, list[int]] = {}  # class -> e-nodes (of unknown classes) waiting for it
+    pending: dict[int, int] = {}
+    ready: list[int] = []
+    for n in unknown:
+        missing = {k for k in children[n] if metas[k] is None}
+        if missing:
+            pending[n] = len(missing)
+            for k in missing:
+                waiting.setdefault(k, []).append(n)
+        else:
+            ready.append(n)
+    cache: dict[tuple[Any, ...], Meta | None] = {}
+    while ready:
+        n = ready.pop()
+        c = eclass[n]
         if metas[c] is not None:
-            return
-        ctor, fields = t.ctor[n], t.fields[n]
+            continue
+        ctor, fields = ctors[n], fields_of[n]
         if ctor == LEAF:
             node = by_id[fields[0]]
-            metas[c] = (node.shape, node.dtype)
+            m: Meta | None = (node.shape, node.dtype)
         elif ctor == SCALAR:
-            metas[c] = ((), None)
+            m = ((), None)
         else:
-            op, attrs, _ = decoded(ctor, fields)
-            ins = tuple(metas[k] for k in t.children[n])
-            key = (ctor, fields, ins)
-            m = cache.get(key)
-            if m is None:
+            ins = tuple(metas[k] for k in children[n])
+            key = (ctor, fields, *map(id, ins))
+            if key in cache:
+                m = cache[key]
+            else:
+                op, attrs, _ = decoded(ctor, fields)
                 try:
-                    m = cache[key] = infer(op, attrs, ins)  # type: ignore[arg-type]
+                    m = infer(op, attrs, ins)  # type: ignore[arg-type]
                 except ValueError:
-                    return  # an e-node whose inputs do not fit: not a way to compute this class
-            metas[c] = m
-        ready.append(c)
-
-    for n, p in enumerate(pending):
-        if p == 0:
-            settle(n)
-    while ready:
-        c = ready.pop()
-        for p in parents[c]:
+                    m = None  # inputs that do not fit: not a way to compute this class
+                cache[key] = m
+        if m is None:
+            continue
+        metas[c] = interned.setdefault(m, m)
+        for p in waiting.pop(c, ()):
             pending[p] -= 1
             if pending[p] == 0:
-                settle(p)
+                ready.append(p)
     return metas
 
 
@@ -114,18 +126,21 @@ class Costs:
     def __call__(self, n: int) -> float | None:
         """The kernel cost of e-node `n`, or None when the backend cannot run it."""
         t = self.t
-        ctor, fields = t.ctor[n], t.fields[n]
-        out = self.metas[t.eclass[n]]
+        ctor = t.ctor[n]
+        if ctor == LEAF:
+            return 0.0
+        metas = self.metas
+        out = metas[t.eclass[n]]
         if out is None:
             return None
-        ins = tuple(self.metas[k] for k in t.children[n])
-        key = (ctor, fields if ctor != LEAF else (), ins, out)
-        if key in self._cache:
-            return self._cache[key]
-        op, _attrs, kind = self.decoded(ctor, fields)
-        if op == "Leaf":
-            cost: float | None = 0.0
-        elif not self.backend.runs(op, kind) or any(m is None for m in ins):
+        kids = t.children[n]
+        key = (ctor, t.fields[n], id(out), *[id(metas[k]) for k in kids])
+        cost = self._cache.get(key, -1.0)
+        if cost != -1.0:
+            return cost
+        op, _attrs, kind = self.decoded(ctor, t.fields[n])
+        ins = [metas[k] for k in kids]
+        if not self.backend.runs(op, kind) or any(m is None for m in ins):
             cost = None
         else:
             cost = self.backend.cost.node_cost(op, kind, ins, out)  # type: ignore[arg-type]
@@ -133,44 +148,93 @@ class Costs:
         return cost
 
 
-def extract(t: Tables, costs: Costs, roots: Iterable[int], describe: Sequence[tuple[int, str]] = ()) -> Extraction:
-    """The least-cost legal e-node of every class the roots reach (bottom-up, no recursion)."""
+@dataclass
+class Greedy:
+    """The bottom-up pass over every e-class: what the improvement and exact passes start from."""
+
+    node_cost: list[float | None]  # kernel cost per e-node, None where the backend cannot run it
+    choice: list[int]  # least tree-cost e-node per class, -1 where none is legal
+    best: list[float]  # that tree cost
+
+
+def greedy(t: Tables, costs: Costs) -> Greedy:
+    """Knuth's generalisation of Dijkstra: an e-node becomes a candidate once all its child
+    classes are settled, at its kernel cost plus theirs (each distinct child once); a class
+    settles at its cheapest candidate. No recursion; cycles in the e-graph are harmless."""
+    eclass = t.eclass
     parents = t.parents_by_class()
-    kids = [tuple(set(ks)) for ks in t.children]
-    pending = [len(ks) for ks in kids]
     node_cost: list[float | None] = [None] * t.n_nodes
-    best: list[float | None] = [None] * t.n_classes
+    pending = [0] * t.n_nodes
+    kids: list[tuple[int, ...]] = t.children
+    best: list[float] = [-1.0] * t.n_classes
     choice: list[int] = [-1] * t.n_classes
     heap: list[tuple[float, int]] = []
-    for n in range(t.n_nodes):
-        if t.ctor[n] == "Ref":
+    for n, ctor in enumerate(t.ctor):
+        if ctor == "Ref":
             continue
-        node_cost[n] = costs(n)
-        if node_cost[n] is not None and pending[n] == 0:
-            heap.append((node_cost[n], n))  # type: ignore[arg-type]
+        cost = costs(n)
+        node_cost[n] = cost
+        ks = kids[n]
+        pending[n] = len(ks) if len(ks) < 2 else len(set(ks))
+        if cost is not None and pending[n] == 0:
+            heap.append((cost, n))
     heapq.heapify(heap)
+    push, pop = heapq.heappush, heapq.heappop
     while heap:
-        total, n = heapq.heappop(heap)
-        c = t.eclass[n]
-        if best[c] is not None:
+        total, n = pop(heap)
+        c = eclass[n]
+        if choice[c] >= 0:
             continue
         best[c], choice[c] = total, n
         for p in parents[c]:
             pending[p] -= 1
-            if pending[p] == 0 and node_cost[p] is not None:
-                heapq.heappush(heap, (node_cost[p] + sum(best[k] for k in kids[p]), p))  # type: ignore[operator,misc]
+            if pending[p] == 0:
+                cost = node_cost[p]
+                if cost is not None:
+                    ks = kids[p]
+                    if len(ks) == 1:
+                        push(heap, (cost + best[ks[0]], p))
+                    else:
+                        push(heap, (cost + sum(best[k] for k in set(ks)), p))
+    return Greedy(node_cost, choice, best)
+
+
+def select(t: Tables, g: Greedy, roots: Iterable[int], backend: str,
+           describe: Sequence[tuple[int, str]] = ()) -> Extraction:
+    """The greedy choices of the classes the roots reach, with their DAG cost."""
     chosen: dict[int, int] = {}
     stack = list(roots)
     while stack:
         c = stack.pop()
         if c in chosen:
             continue
-        if choice[c] < 0:
-            raise LowerError(_no_form(choice, describe, costs.backend.name))
-        chosen[c] = choice[c]
-        stack.extend(t.children[choice[c]])
-    per_class = {c: node_cost[n] for c, n in chosen.items()}
+        if g.choice[c] < 0:
+            raise LowerError(_no_form(g.choice, describe, backend))
+        chosen[c] = g.choice[c]
+        stack.extend(t.children[g.choice[c]])
+    per_class = {c: g.node_cost[n] for c, n in chosen.items()}
     return Extraction(chosen, sum(per_class.values()), per_class)  # type: ignore[arg-type]
+
+
+EXTRACTORS = ("greedy", "exact", "tree")
+
+
+def extract(t: Tables, costs: Costs, roots: Sequence[int], describe: Sequence[tuple[int, str]] = (),
+            method: str = "greedy") -> Extraction:
+    """`tree`: the bottom-up pass alone; `greedy` (the default): then the DAG-aware local
+    search of `improve`; `exact`: the integer program of `exact`."""
+    from .exact import extract_exact
+    from .improve import improve
+
+    if method not in EXTRACTORS:
+        raise LowerError(f"unknown extractor {method!r}: use one of {', '.join(EXTRACTORS)}")
+    g = greedy(t, costs)
+    ex = select(t, g, roots, costs.backend.name, describe)
+    if method == "greedy":
+        return improve(t, g.node_cost, g.choice, ex, roots)
+    if method == "exact":
+        return extract_exact(t, g, roots)
+    return ex
 
 
 def _no_form(choice: Sequence[int], describe: Sequence[tuple[int, str]], backend: str) -> str:

@@ -20,14 +20,13 @@ from .egraph.load import load
 from .egraph.tables import Tables
 from .egraph.saturate import Iteration, Limits, Saturation, saturate
 from .errors import IllegalGraphError, LowerError
-from .extract import Costs, Decoded, Extraction, extract, graph_cost, infer_metas
+from .extract import EXTRACTORS, Costs, Decoded, Extraction, extract, graph_cost, infer_metas
 from .graph import Graph, Node
 from .provenance import Matcher
 from .rules.dsl import Rule
 from .validate import Meta
 
 STAGES = ("load", "saturate", "extract", "convert", "check")
-EXTRACTORS = ("greedy",)
 
 
 @dataclass
@@ -138,11 +137,9 @@ def saturate_graph(
 
 def extract_for(s: Saturated, backend: Backend, extractor: str = "greedy") -> tuple[Extraction, Costs]:
     """Stage extract: the cheapest legal choice per e-class for `backend`."""
-    if extractor not in EXTRACTORS:
-        raise LowerError(f"unknown extractor {extractor!r}: use one of {', '.join(EXTRACTORS)}")
     costs = Costs(s.tables, s.metas, backend, s.decoded)
     describe = [(s.tables.ref[n.id], f"node {n.id} ({_label(n)})") for n in s.graph.nodes]
-    return extract(s.tables, costs, s.roots, describe), costs
+    return extract(s.tables, costs, s.roots, describe, extractor), costs
 
 
 def convert_back(s: Saturated, ex: Extraction) -> Graph:
@@ -175,10 +172,10 @@ def lower(
         graph=graph.name,
         backend=target.name,
         before={"nodes": len(graph.nodes), "cost": graph_cost(graph, target)},
-        after={"nodes": len(out.nodes), "cost": graph_cost(out, target)},
+        after={"nodes": len(out.nodes), "cost": ex.cost},
         stop_reason=s.saturation.stop_reason,
         iterations=len(s.saturation.iterations),
-        eclasses=s.tables.n_classes,
+        eclasses=s.tables.live_classes,
         enodes=s.tables.n_nodes,
         rules_fired={k: v for k, v in s.saturation.rule_matches.items() if v},
         seconds=seconds,

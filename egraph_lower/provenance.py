@@ -1,9 +1,11 @@
 """Which rule made an e-node: matched after the fact, so saturation carries no bookkeeping.
 
-At an e-class, the chosen e-node `n` came from rule `r` when some other e-node of
-the class matches `r`'s left-hand side and `r`'s right-hand side, under that
-match, is `n` (its subterms being the classes `n` points to, or classes that
-hold the subterm before it was itself rewritten).
+At an e-class, the chosen e-node `n` came from rule `r` when another e-node `m`
+of the class matches `r`'s left-hand side and `r`'s right-hand side, under that
+match, has `n`'s head and `n`'s children (a subterm of the right-hand side
+matches a child class that holds an e-node of the subterm's head; two levels
+are compared, which tells the catalogue's rules apart).
+Only classes holding more than one e-node can have been rewritten.
 """
 
 from __future__ import annotations
@@ -11,20 +13,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .egraph.language import SCALAR
+from .egraph.language import REF, SCALAR
 from .egraph.tables import Tables
 from .rules.dsl import App, Lit, Rule, Term, Var
 
 Binding = dict[str, Any]
+_KINDED = ("Act", "ActBwd", "ActBwdOut", "Bin", "Cmp")
+
+
+def _head(ctor: str, fields: Sequence[Any]) -> tuple[str, str]:
+    return ctor, str(fields[0]) if ctor in _KINDED else ""
 
 
 def _params_fit(params: tuple[str, ...], fields: tuple[Any, ...], b: Binding) -> Binding | None:
-    out = dict(b)
+    out = b
     for p, f in zip(params, fields):
         if p[:1].islower():
-            if p in out and out[p] != f:
-                return None
-            out[p] = f
+            if p in out:
+                if out[p] != f:
+                    return None
+            else:
+                out = {**out, p: f}
         elif p != str(f):
             return None
     return out
@@ -34,72 +43,74 @@ class Matcher:
     def __init__(self, t: Tables, rules: Sequence[Rule]) -> None:
         self.t = t
         self.nodes = t.nodes_by_class()
-        self.by_head: dict[tuple[str, str], list[Rule]] = {}
+        # (lhs head, rhs head) -> rules
+        self.rules: dict[tuple[tuple[str, str], tuple[str, str]], list[Rule]] = {}
         for r in rules:
-            assert isinstance(r.lhs, App)
-            self.by_head.setdefault(self._head(r.lhs.ctor, r.lhs.params), []).append(r)
+            if isinstance(r.lhs, App) and isinstance(r.rhs, App):
+                key = (_head(r.lhs.ctor, r.lhs.params), _head(r.rhs.ctor, r.rhs.params))
+                self.rules.setdefault(key, []).append(r)
 
-    @staticmethod
-    def _head(ctor: str, params: Sequence[Any]) -> tuple[str, str]:
-        return ctor, str(params[0]) if ctor in ("Act", "ActBwd", "ActBwdOut") else ""
-
-    def match(self, pat: Term, cls: int, b: Binding) -> list[Binding]:
-        """Every way `pat` matches e-class `cls`, extending binding `b`."""
+    def _match_node(self, pat: App, n: int, b: Binding) -> list[Binding]:
         t = self.t
+        if t.ctor[n] != pat.ctor:
+            return []
+        b1 = _params_fit(pat.params, t.fields[n], b)
+        if b1 is None:
+            return []
+        partial = [b1]
+        for sub, kid in zip(pat.args, t.children[n]):
+            partial = [b3 for b2 in partial for b3 in self._match_class(sub, kid, b2)]
+            if not partial:
+                break
+        return partial
+
+    def _match_class(self, pat: Term, cls: int, b: Binding) -> list[Binding]:
+        """Every way `pat` matches e-class `cls`, extending binding `b`."""
         if isinstance(pat, Var):
             if pat.name in b:
                 return [b] if b[pat.name] == cls else []
             return [{**b, pat.name: cls}]
         if isinstance(pat, Lit):
-            hit = any(t.ctor[n] == SCALAR and t.fields[n][0] == pat.value for n in self.nodes[cls])
-            return [b] if hit else []
+            return [b] if self._has_scalar(cls, pat.value) else []
         out: list[Binding] = []
         for n in self.nodes[cls]:
-            if t.ctor[n] != pat.ctor:
-                continue
-            b1 = _params_fit(pat.params, t.fields[n], b)
-            if b1 is None:
-                continue
-            partial = [b1]
-            for sub, kid in zip(pat.args, t.children[n]):
-                partial = [b3 for b2 in partial for b3 in self.match(sub, kid, b2)]
-            out += partial
+            out += self._match_node(pat, n, b)
         return out
 
-    def fits(self, pat: Term, cls: int, b: Binding, chosen: int | None) -> bool:
-        """Whether `pat` under `b` is class `cls`, preferring its chosen e-node `chosen`."""
-        if isinstance(pat, (Var, Lit)):
-            return bool(self.match(pat, cls, b))
+    def _has_scalar(self, cls: int, value: float) -> bool:
         t = self.t
-        candidates = ([chosen] if chosen is not None else []) + self.nodes[cls]
-        for n in candidates:
-            if t.ctor[n] != pat.ctor:
-                continue
-            b1 = _params_fit(pat.params, t.fields[n], b)
-            if b1 is not None and all(
-                self.fits(sub, kid, b, None) for sub, kid in zip(pat.args, t.children[n])
-            ):
-                return True
+        return any(t.ctor[n] == SCALAR and t.fields[n][0] == value for n in self.nodes[cls])
+
+    def _shallow(self, pat: Term, cls: int, b: Binding, depth: int) -> bool:
+        """Whether class `cls` can be `pat` under `b`, comparing `depth` levels of heads."""
+        if isinstance(pat, Var):
+            return b.get(pat.name) == cls
+        if isinstance(pat, Lit):
+            return self._has_scalar(cls, pat.value)
+        t = self.t
+        for n in self.nodes[cls]:
+            if t.ctor[n] == pat.ctor and _params_fit(pat.params, t.fields[n], b) is not None:
+                if depth <= 1 or all(self._shallow(s, k, b, depth - 1) for s, k in zip(pat.args, t.children[n])):
+                    return True
         return False
 
     def rule_of(self, cls: int, chosen: int) -> str | None:
-        """The rule whose right-hand side is the chosen e-node of `cls`, or None (an original e-node)."""
+        """The rule whose right-hand side is the chosen e-node of `cls`, or None."""
         t = self.t
-        for m in self.nodes[cls]:
-            if m == chosen or t.ctor[m] in ("Ref",):
+        members = self.nodes[cls]
+        if len(members) < 2:
+            return None
+        want = _head(t.ctor[chosen], t.fields[chosen])
+        for m in members:
+            if m == chosen or t.ctor[m] == REF:
                 continue
-            for r in self.by_head.get(self._head(t.ctor[m], t.fields[m]), ()):
-                for b in self.match(r.lhs, cls, {}):
-                    if self.fits(r.rhs, cls, b, chosen) and self._root_is(r.rhs, chosen, b):
+            for r in self.rules.get((_head(t.ctor[m], t.fields[m]), want), ()):
+                rhs = r.rhs
+                assert isinstance(rhs, App) and isinstance(r.lhs, App)
+                for b in self._match_node(r.lhs, m, {}):
+                    b1 = _params_fit(rhs.params, t.fields[chosen], b)
+                    if b1 is not None and all(
+                        self._shallow(s, k, b1, 2) for s, k in zip(rhs.args, t.children[chosen])
+                    ):
                         return r.name
         return None
-
-    def _root_is(self, rhs: Term, n: int, b: Binding) -> bool:
-        t = self.t
-        if isinstance(rhs, Var):
-            return False
-        if isinstance(rhs, Lit) or t.ctor[n] != rhs.ctor:
-            return False
-        return _params_fit(rhs.params, t.fields[n], b) is not None and all(
-            self.fits(sub, kid, b, None) for sub, kid in zip(rhs.args, t.children[n])
-        )

@@ -57,7 +57,9 @@ def test_low_precision_dtypes(kind: str, dtype: str) -> None:
         result = el.lower(graph, backend)
         constants = [n for n in result.graph.nodes if n.op == "Constant"]
         assert all(n.dtype in (dtype, "bool") for n in constants), "a constant of another dtype"
-        assert_lowering_matches(graph, result.graph, feeds(graph, kind))
+        # wgpu's Erf (and Atan) are approximations accurate to f32, as the backend spec allows
+        approximate = dtype == "f64" and backend == "wgpu"
+        assert_lowering_matches(graph, result.graph, feeds(graph, kind), "f32" if approximate else None)
 
 
 def test_cpu_expands_nothing() -> None:
@@ -133,7 +135,7 @@ def test_iteration_limit_is_reported() -> None:
     graph = kind_graph("Gelu")
     result = el.lower(graph, "wgpu", limits=el.Limits(iterations=50))
     assert result.report.stop_reason == "saturated"
-    with pytest.raises(el.LowerError, match="node 3"):
+    with pytest.raises(el.LowerError, match="node 2 \\(Activation\\{Gelu\\}\\): backend wgpu"):
         el.lower(graph, "wgpu", limits=el.Limits(iterations=1))
 
 

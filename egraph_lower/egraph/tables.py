@@ -1,20 +1,22 @@
 """The saturated e-graph as plain Python tables, read from egglog's frozen rows.
 
 No terms are built and nothing recurses: every e-node becomes a row
-(constructor, primitive fields, child e-classes, e-class), with e-classes
-renumbered densely. Extraction and conversion work on these tables.
+(constructor, primitive fields, child e-classes, e-class). E-classes keep
+egglog's own integer ids (they are dense enough to index lists directly).
+Extraction and conversion work on these tables.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from egglog import bindings
 
 from .language import CTORS, LEAF, REF, SCALAR
 
-_SORTS = {LEAF: ("i64",), SCALAR: ("f64",)}
+_FIELDS = {LEAF: 1, SCALAR: 1, **{name: len(c.fields) for name, c in CTORS.items()}}
 
 
 @dataclass
@@ -23,7 +25,7 @@ class Tables:
     fields: list[tuple[Any, ...]] = field(default_factory=list)
     children: list[tuple[int, ...]] = field(default_factory=list)
     eclass: list[int] = field(default_factory=list)
-    n_classes: int = 0
+    n_classes: int = 0  # one more than the largest e-class id (ids index lists directly)
     ref: dict[int, int] = field(default_factory=dict)  # original node id -> e-class
 
     @property
@@ -31,32 +33,41 @@ class Tables:
         return len(self.ctor)
 
     def nodes_by_class(self) -> list[list[int]]:
+        """The e-nodes of each class id (empty for ids no class has)."""
+        return self._nodes_by_class
+
+    def parents_by_class(self) -> list[list[int]]:
+        """E-nodes that have the class as a child (once each)."""
+        return self._parents_by_class
+
+    @cached_property
+    def _nodes_by_class(self) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in range(self.n_classes)]
         for n, c in enumerate(self.eclass):
             out[c].append(n)
         return out
 
-    def parents_by_class(self) -> list[list[int]]:
+    @cached_property
+    def _parents_by_class(self) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in range(self.n_classes)]
         for n, kids in enumerate(self.children):
-            for c in set(kids):
-                out[c].append(n)
+            if len(kids) == 1:
+                out[kids[0]].append(n)
+            else:
+                for c in set(kids):
+                    out[c].append(n)
         return out
+
+    @cached_property
+    def live_classes(self) -> int:
+        return len(set(self.eclass))
 
 
 def read(egraph: bindings.EGraph) -> Tables:
     frozen = egraph.freeze()
     t = Tables()
-    dense: dict[int, int] = {}
     to_i64 = egraph.value_to_i64
     strings: dict[Any, str] = {}
-
-    def cls(v: bindings.Value) -> int:
-        raw = to_i64(v)
-        d = dense.get(raw)
-        if d is None:
-            d = dense[raw] = len(dense)
-        return d
 
     def string(v: bindings.Value) -> str:
         s = strings.get(v)
@@ -65,26 +76,26 @@ def read(egraph: bindings.EGraph) -> Tables:
         return s
 
     decoders = {"i64": to_i64, "f64": egraph.value_to_f64, "String": string}
+    largest = -1
     for name, fn in frozen.functions.items():
-        if fn.output_sort != "Expr":
+        if fn.output_sort != "Expr" or not fn.rows:
             continue
+        rows = [r for r in fn.rows if not r.subsumed]
+        outs = [to_i64(r.output) for r in rows]
+        largest = max(largest, max(outs))
         if name == REF:
-            for row in fn.rows:
-                t.ref[to_i64(row.inputs[0])] = cls(row.output)
+            t.ref.update(zip((to_i64(r.inputs[0]) for r in rows), outs))
             continue
-        if name in _SORTS:
-            n_fields, n_kids = 1, 0
+        k = _FIELDS[name]
+        decs = [decoders[s] for s in fn.input_sorts[:k]]
+        inputs = [r.inputs for r in rows]
+        if k == 1:
+            (d,) = decs
+            t.fields.extend((d(ins[0]),) for ins in inputs)
         else:
-            c = CTORS[name]
-            n_fields, n_kids = len(c.fields), c.arity
-        decs = [decoders[s] for s in fn.input_sorts[:n_fields]]
-        for row in fn.rows:
-            if row.subsumed:
-                continue
-            ins = row.inputs
-            t.ctor.append(name)
-            t.fields.append(tuple(d(v) for d, v in zip(decs, ins)))
-            t.children.append(tuple(cls(v) for v in ins[n_fields:]))
-            t.eclass.append(cls(row.output))
-    t.n_classes = len(dense)
+            t.fields.extend(tuple(d(v) for d, v in zip(decs, ins)) for ins in inputs)
+        t.children.extend(tuple(map(to_i64, ins[k:])) for ins in inputs)
+        t.ctor.extend([name] * len(rows))
+        t.eclass.extend(outs)
+    t.n_classes = largest + 1
     return t

@@ -1,0 +1,104 @@
+"""Exact extraction: the least DAG cost as an integer program (SciPy's `milp`, the `exact` extra).
+
+Variables: x_n (e-node n chosen) and y_c (class c computed). Minimise
+sum(cost_n x_n) subject to: y_root = 1; sum over the e-nodes of c of x_n = y_c;
+x_n <= y_k for every child class k of n. Where the e-graph has cycles, order
+variables o_c forbid a cyclic choice: o_c >= o_k + 1 - M (1 - x_n) for the
+children k of n on the same cycle. Meant for graphs small enough to solve:
+beyond `MAX_VARIABLES` it refuses rather than run for hours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .egraph.tables import Tables
+from .errors import LowerError
+from .extract import Extraction, Greedy
+from .improve import cyclic_classes
+
+MAX_VARIABLES = 200_000
+
+
+def extract_exact(t: Tables, g: Greedy, roots: Sequence[int], seconds: float = 120.0) -> Extraction:
+    try:
+        from scipy.optimize import Bounds, LinearConstraint, milp
+        from scipy.sparse import coo_array
+    except ImportError:
+        raise LowerError("the exact extractor needs SciPy: pip install 'egraph-lower[exact]'") from None
+    nodes = t.nodes_by_class()
+    feasible = [c >= 0 for c in g.choice]
+
+    def usable(n: int) -> bool:
+        return g.node_cost[n] is not None and all(feasible[k] for k in t.children[n])
+
+    # the classes the roots can reach through usable e-nodes
+    classes: list[int] = []
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        c = stack.pop()
+        if c in seen:
+            continue
+        seen.add(c)
+        classes.append(c)
+        for n in nodes[c]:
+            if usable(n):
+                stack.extend(t.children[n])
+    enodes = [n for c in classes for n in nodes[c] if usable(n)]
+    cyclic = cyclic_classes(t, [g.node_cost[n] is not None for n in range(t.n_nodes)]) & seen
+    n_x, n_y, n_o = len(enodes), len(classes), len(cyclic)
+    if n_x + n_y + n_o > MAX_VARIABLES:
+        raise LowerError(f"too large for the exact extractor: {n_x + n_y + n_o:,} variables "
+                         f"(limit {MAX_VARIABLES:,}); use the greedy extractor")
+    xi = {n: i for i, n in enumerate(enodes)}
+    yi = {c: n_x + i for i, c in enumerate(classes)}
+    oi = {c: n_x + n_y + i for i, c in enumerate(sorted(cyclic))}
+    rows, cols, vals, lo, hi = [], [], [], [], []
+
+    def constraint(terms: list[tuple[int, float]], low: float, high: float) -> None:
+        r = len(lo)
+        for col, v in terms:
+            rows.append(r)
+            cols.append(col)
+            vals.append(v)
+        lo.append(low)
+        hi.append(high)
+
+    big = float(n_o + 1)
+    for c in classes:
+        members = [n for n in nodes[c] if n in xi]
+        constraint([(xi[n], 1.0) for n in members] + [(yi[c], -1.0)], 0.0, 0.0)
+    for n in enodes:
+        c = t.eclass[n]
+        for k in set(t.children[n]):
+            constraint([(xi[n], 1.0), (yi[k], -1.0)], -np.inf, 0.0)
+            if c in cyclic and k in cyclic:  # o_c - o_k - M x_n >= 1 - M
+                constraint([(oi[c], 1.0), (oi[k], -1.0), (xi[n], -big)], 1.0 - big, np.inf)
+    n_vars = n_x + n_y + n_o
+    cost = np.zeros(n_vars)
+    cost[:n_x] = [g.node_cost[n] for n in enodes]
+    lower, upper = np.zeros(n_vars), np.ones(n_vars)
+    upper[n_x + n_y:] = big
+    for r in roots:
+        lower[yi[r]] = 1.0
+    integrality = np.ones(n_vars)
+    integrality[n_x + n_y:] = 0
+    a = coo_array((vals, (rows, cols)), shape=(len(lo), n_vars)).tocsr()
+    res = milp(cost, integrality=integrality, bounds=Bounds(lower, upper),
+               constraints=LinearConstraint(a, lo, hi), options={"time_limit": seconds})
+    if res.x is None:
+        raise LowerError(f"the exact extractor found no solution: {res.message}")
+    chosen: dict[int, int] = {}
+    stack = list(roots)
+    while stack:
+        c = stack.pop()
+        if c in chosen:
+            continue
+        picks = [n for n in nodes[c] if n in xi and res.x[xi[n]] > 0.5]
+        chosen[c] = picks[0]
+        stack.extend(t.children[picks[0]])
+    per_class = {c: g.node_cost[n] for c, n in chosen.items()}
+    return Extraction(chosen, sum(per_class.values()), per_class)  # type: ignore[arg-type]

@@ -1,0 +1,206 @@
+"""DAG-aware improvement of an extraction by local search.
+
+The greedy pass (`extract.extract`) costs each e-node as if its sub-DAG were
+its own, so a value that several users share is counted once per user when
+choosing, though it is paid once in the graph. This pass fixes what that
+misjudges: for every chosen class with another legal e-node, it computes the
+exact change of the DAG cost if the class switched to that e-node (classes that
+become needed are added with their current or greedy choice; classes nobody
+needs any more are dropped, recursively) and keeps switches that lower it.
+Reference counts make each trial cost only the part of the graph it touches.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from .egraph.tables import Tables
+from .extract import Extraction
+
+_EPS = 1e-9
+
+
+class _State:
+    def __init__(self, t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int], ex: Extraction,
+                 roots: Sequence[int]) -> None:
+        self.t, self.node_cost, self.greedy = t, node_cost, greedy
+        self.choice = dict(ex.choice)
+        self.refs: dict[int, int] = {}
+        for r in roots:
+            self.refs[r] = self.refs.get(r, 0) + (1 << 20)  # roots are never dropped
+        for c, n in self.choice.items():
+            for k in set(t.children[n]):
+                self.refs[k] = self.refs.get(k, 0) + 1
+        self.log: list[tuple[str, int, int]] = []
+
+    def _kids(self, n: int) -> set[int]:
+        return set(self.t.children[n])
+
+    def _add_ref(self, k: int) -> float:
+        """One more user of class k; if it was unused, select it (and its sub-DAG) and return the cost added."""
+        added = 0.0
+        stack = [k]
+        while stack:
+            c = stack.pop()
+            r = self.refs.get(c, 0)
+            self.refs[c] = r + 1
+            self.log.append(("ref+", c, 0))
+            if r == 0 and c not in self.choice:
+                n = self.choice_for(c)
+                self.choice[c] = n
+                self.log.append(("sel", c, n))
+                added += self.node_cost[n]  # type: ignore[operator]
+                stack.extend(self._kids(n))
+        return added
+
+    def _drop_ref(self, k: int) -> float:
+        """One user fewer; when none is left, deselect it (and what only it used) and return the cost removed."""
+        removed = 0.0
+        stack = [k]
+        while stack:
+            c = stack.pop()
+            r = self.refs[c] - 1
+            self.refs[c] = r
+            self.log.append(("ref-", c, 0))
+            if r == 0:
+                n = self.choice.pop(c)
+                self.log.append(("unsel", c, n))
+                removed += self.node_cost[n]  # type: ignore[operator]
+                stack.extend(self._kids(n))
+        return removed
+
+    def choice_for(self, c: int) -> int:
+        return self.greedy[c]
+
+    def switch(self, c: int, new: int) -> float:
+        """Switch class c to e-node `new`; the change of DAG cost (log kept for undo)."""
+        old = self.choice[c]
+        self.choice[c] = new
+        self.log.append(("set", c, old))
+        delta = self.node_cost[new] - self.node_cost[old]  # type: ignore[operator]
+        for k in self._kids(new):
+            delta += self._add_ref(k)
+        for k in self._kids(old):
+            delta -= self._drop_ref(k)
+        return delta
+
+    def undo(self) -> None:
+        for what, c, n in reversed(self.log):
+            if what == "ref+":
+                self.refs[c] -= 1
+            elif what == "ref-":
+                self.refs[c] += 1
+            elif what == "sel":
+                del self.choice[c]
+            elif what == "unsel":
+                self.choice[c] = n
+            else:  # set
+                self.choice[c] = n
+        self.log.clear()
+
+    def cycle_free(self, touched: set[int], cyclic: set[int]) -> bool:
+        """Whether the selection has no cycle through the touched classes (only classes of the
+        e-graph's cycles can form one, so the search stays inside them)."""
+        t, choice = self.t, self.choice
+        start = [c for c in touched if c in cyclic and c in choice]
+        state: dict[int, int] = {}  # 1 on the path, 2 done
+        for s0 in start:
+            if s0 in state:
+                continue
+            stack = [(s0, iter(set(t.children[choice[s0]])))]
+            state[s0] = 1
+            while stack:
+                c, it = stack[-1]
+                k = next(it, None)
+                if k is None:
+                    state[c] = 2
+                    stack.pop()
+                elif k in cyclic and k in choice:
+                    if state.get(k) == 1:
+                        return False
+                    if k not in state:
+                        state[k] = 1
+                        stack.append((k, iter(set(t.children[choice[k]]))))
+        return True
+
+
+def cyclic_classes(t: Tables, usable: Sequence[bool]) -> set[int]:
+    """Classes on a cycle of the e-graph through usable e-nodes (Tarjan, iterative)."""
+    nodes = t.nodes_by_class()
+    succ = [[k for n in nodes[c] if usable[n] for k in t.children[n]] for c in range(t.n_classes)]
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on: set[int] = set()
+    scc_stack: list[int] = []
+    out: set[int] = set()
+    counter = 0
+    for root in range(t.n_classes):
+        if root in index or not nodes[root]:
+            continue
+        work = [(root, 0)]
+        while work:
+            c, i = work.pop()
+            if i == 0:
+                index[c] = low[c] = counter
+                counter += 1
+                scc_stack.append(c)
+                on.add(c)
+            recurse = False
+            while i < len(succ[c]):
+                k = succ[c][i]
+                i += 1
+                if k not in index:
+                    work.append((c, i))
+                    work.append((k, 0))
+                    recurse = True
+                    break
+                if k in on:
+                    low[c] = min(low[c], index[k])
+            if recurse:
+                continue
+            if low[c] == index[c]:
+                comp = []
+                while True:
+                    k = scc_stack.pop()
+                    on.discard(k)
+                    comp.append(k)
+                    if k == c:
+                        break
+                if len(comp) > 1 or c in succ[c]:
+                    out.update(comp)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[c])
+    return out
+
+
+def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int], ex: Extraction,
+            roots: Sequence[int], passes: int = 3, seconds: float = 60.0) -> Extraction:
+    """Local search over the chosen DAG; returns an extraction of no greater DAG cost."""
+    s = _State(t, node_cost, greedy, ex, roots)
+    nodes = t.nodes_by_class()
+    cyclic = cyclic_classes(t, [c is not None for c in node_cost])
+    deadline = time.perf_counter() + seconds
+    for _ in range(passes):
+        improved = False
+        for c in list(s.choice):
+            if c not in s.choice:
+                continue
+            options = [n for n in nodes[c] if n != s.choice[c] and node_cost[n] is not None
+                       and all(greedy[k] >= 0 or k in s.choice for k in t.children[n])]
+            for n in options:
+                s.log.clear()
+                delta = s.switch(c, n)
+                touched = {c} | {k for what, k, _ in s.log if what == "sel"}
+                if delta < -_EPS and (not cyclic or s.cycle_free(touched, cyclic)):
+                    s.log.clear()
+                    improved = True
+                else:
+                    s.undo()
+            if time.perf_counter() > deadline:
+                break
+        if not improved or time.perf_counter() > deadline:
+            break
+    per_class = {c: node_cost[n] for c, n in s.choice.items()}
+    return Extraction(dict(s.choice), sum(per_class.values()), per_class)  # type: ignore[arg-type]
