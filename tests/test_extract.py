@@ -1,0 +1,66 @@
+"""Extraction quality: exact <= greedy <= tree, greedy close to exact, and the exact extractor's limits."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import egraph_lower as el
+from egraph_lower.lower import convert_back, extract_for, saturate_graph
+from support import assert_lowering_matches, feeds_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from generate import mlp, wide  # noqa: E402
+
+pytest.importorskip("scipy")
+
+
+def costs(graph: el.Graph, backend: str) -> dict[str, float]:
+    target = el.load_backend(backend)
+    s = saturate_graph(graph, [target])
+    return {m: extract_for(s, target, m)[0].cost for m in ("tree", "greedy", "exact")}
+
+
+@pytest.mark.parametrize("backend", ["metal", "wgpu", "mlx"])
+@pytest.mark.parametrize("make", [lambda: mlp(3, batch=4, width=8), lambda: wide(12)])
+def test_exact_greedy_tree_order(make, backend: str) -> None:  # type: ignore[no-untyped-def]
+    c = costs(make(), backend)
+    assert c["exact"] <= c["greedy"] + 1e-9 <= c["tree"] + 2e-9
+    assert c["greedy"] <= c["exact"] * 1.01, c
+
+
+def test_shared_forward_value_beats_tree_cost() -> None:
+    """sigmoid(x) is an output anyway: the backward must reuse it even where, priced on its own,
+    the route through exp looks cheaper (a backend whose Sigmoid kernel is dear)."""
+    from egraph_lower.build import GraphBuilder
+
+    b = GraphBuilder("shared")
+    x, dy = b.input("x", [64, 64]), b.input("dy", [64, 64])
+    graph = b.build([b.act("Sigmoid", x), b.act_backward("Sigmoid", x, dy)])
+    doc = {"name": "dear-sigmoid", "ops": ["Input", "Param", "Constant", "Activation", "Binary", "Compare", "Where"],
+           "activation_kinds": "all", "cost": {"launch": 1.0, "byte": 0.0, "flop": 1.0, "view": 0.0,
+                                                "weights": {"Activation.Sigmoid": 30.0}}}
+    target = el.backends.from_dict(doc)
+    s = saturate_graph(graph, [target])
+    tree, greedy, exact = (extract_for(s, target, m)[0] for m in ("tree", "greedy", "exact"))
+    assert greedy.cost == pytest.approx(exact.cost)
+    assert greedy.cost < tree.cost  # the tree pass alone prices sigmoid twice and takes the exp route
+    lowered = convert_back(s, greedy)
+    assert lowered.op_counts().get("Activation") == 1  # one sigmoid, shared
+    assert_lowering_matches(graph, lowered, feeds_for(graph, np.random.default_rng(0)))
+
+
+def test_exact_from_the_command_line() -> None:
+    graph = el.load_graph(el.__path__[0] + "/examples/mlp_step.json")
+    exact = el.lower(graph, "wgpu", extractor="exact")
+    greedy = el.lower(graph, "wgpu")
+    assert exact.report.after["cost"] <= greedy.report.after["cost"] + 1e-9
+
+
+def test_unknown_extractor() -> None:
+    graph = el.load_graph(el.__path__[0] + "/examples/mlp_step.json")
+    with pytest.raises(el.LowerError, match="unknown extractor"):
+        el.lower(graph, "metal", extractor="fastest")
