@@ -41,18 +41,23 @@ def _progress(enabled: bool):  # type: ignore[no-untyped-def]
 def cmd_lower(args: argparse.Namespace) -> int:
     from .lower import lower
 
+    t0 = time.perf_counter()
     graph = load_graph(args.graph)
     backend = backends.load(args.backend)
+    read = time.perf_counter() - t0
     progress = _progress(not args.quiet)
     result = lower(graph, backend, limits=_limits(args), progress=progress, extractor=args.extractor)
     if progress:
         sys.stderr.write("\n")
-    if args.report:
-        write_atomic(args.report, json.dumps(result.report.to_dict(), indent=2) + "\n")
+    t1 = time.perf_counter()
     if args.output:
         write_atomic(args.output, result.graph.to_json())
     else:
         sys.stdout.write(result.graph.to_json())
+    seconds = result.report.seconds
+    seconds["read"], seconds["write"] = read, time.perf_counter() - t1
+    if args.report:
+        write_atomic(args.report, json.dumps(result.report.to_dict(), indent=2) + "\n")
     if not args.quiet:
         print(result.report.summary(), file=sys.stdout if args.output else sys.stderr)
     return 0

@@ -70,7 +70,7 @@ class Report:
             f" ({self.stop_reason})",
             f"  rules   {sum(self.rules_fired.values()):,} matches of {len(fired)} rules"
             + (": " + ", ".join(f"{k} {v:,}" for k, v in fired[:4]) + (", ..." if len(fired) > 4 else "") if fired else ""),
-            "  seconds " + "  ".join(f"{k} {s[k]:.3f}" for k in (*STAGES, "total") if k in s),
+            "  seconds " + "  ".join(f"{k} {s[k]:.3f}" for k in ("read", *STAGES, "write", "total") if k in s),
         ]
         return "\n".join(lines)
 
