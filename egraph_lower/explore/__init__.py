@@ -13,8 +13,9 @@ does not need; extraction still picks its cheapest legal graph.)
 
 The report's `choices` list, for every original node whose e-class holds a
 form other than the node itself and for every backward op, the alternatives of
-the node (the e-nodes of its class) with the cost extraction ranked them by;
-the cost is defined in `egraph_lower.explore.alternatives`.
+the node (the e-nodes of its class), each with what it would add to the lowered
+graph; the cost, legality and choice are defined in
+`egraph_lower.explore.alternatives`.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ def _lower_for(s: Saturated, backend: Backend, matcher: Matcher, main: bool) -> 
     if ex is not None:
         graph = convert_back(s, ex)
         check_legal(graph, backend)
-    describer = Describer(s.tables, s.graph, s.decoded, matcher, ranking, ex)
+    describer = Describer(s.tables, s.graph, s.decoded, matcher, ranking, ex, s.roots)
     return Lowered(backend, ranking, describer, ex, graph, error, time.perf_counter() - t0)
 
 

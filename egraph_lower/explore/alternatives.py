@@ -1,32 +1,38 @@
 """The alternatives of an original node for one backend: what extraction could have chosen, and why it did not.
 
-An original node's alternatives are the e-nodes of its e-class (every form the
-rules found for its value). For a backend, each alternative `n` is described by:
+An original node's alternatives are the e-nodes of its e-class `c` (every form
+the rules found for its value). Let `E` be the backend's extraction (the e-node
+chosen for each class the outputs reach, its DAG cost `E.cost`). For the
+backend, each alternative `n` is described by:
 
-- `cost`: the cost by which extraction ranks `n` against the other e-nodes of
-  the class, `kernel(n) + sum(best(k) for each distinct child class k)`, where
-  `kernel` is the backend's cost of the e-node (`extract.Costs`) and `best(k)`
-  is the same quantity for the cheapest legal e-node of class `k` (extraction's
-  own bottom-up pass, recomputed here for every class, so also for the classes
-  the extracted graph does not reach). It is the cost of the sub-DAG below `n`
-  down to the graph's leaves, counted as extraction counts it: each distinct
-  input of an e-node once, so a value reached along two paths is counted twice
-  and the values the rest of the graph computes anyway are included. All the
-  alternatives of a class are ranked by it, which makes the chosen one the
-  cheapest legal one *by construction*; the graph-level costs (`before`,
-  `after`) are DAG costs, each value counted once. `None` when not legal.
-- `legal`: the backend runs `n` and every child class has a legal form (so the
-  whole sub-DAG below `n` runs).
-- `chosen`: `n` is the e-node extraction chose for the class (exactly one per
-  class that has a legal form; ties are broken as extraction breaks them).
-- `ops` and `rules`: the alternative's own part, what it puts in place of the
-  node: `n` and, below it, the cheapest e-node of each class it needs, down to
-  (not including) the classes of nodes of the original graph, which the graph
-  computes anyway. `ops` counts the format ops of that part (leaves and
-  broadcast scalar literals are not kernels and not counted); `rules` names the
-  rules that produced `n` and the e-nodes of that part (matched after the fact
-  by `provenance.Matcher`), outermost first. The node left as it is has no
-  rules; on a backend without the op it is an illegal alternative.
+- `cost`: what `n` costs on top of the node's inputs. `kernel(n)` plus the
+  kernel of every class `n` needs (transitively, each class once) that the rest
+  of the graph does not need, minus the same sum for the node's own inputs.
+  "The rest of the graph" is `E` without what only `c`'s chosen e-node needs; a
+  class that `n` needs takes its e-node in `E` if it has one, else the cheapest
+  legal one of the bottom-up pass (`rank`, extraction's own first pass);
+  `kernel` is the backend's cost of one e-node (`extract.Costs`). So values the
+  rest of the graph computes anyway (the forward pass's activations, the
+  inputs) cost nothing, the upstream gradient a backward op consumes is not
+  charged to it, the node left as it is costs its kernel, and a form that does
+  without an input only this node used costs less by what that input cost
+  (possibly below zero). Every form of the class is offset by the same amount,
+  so `E.cost - cost(chosen) + cost(n)` is exactly the DAG cost of the graph with
+  `c` switched to `n`: alternatives are ranked as the DAG-aware extraction
+  ranks them. None when not legal.
+- `legal`: the backend runs `n` and every e-node it adds, and `n` does not need
+  its own value (an e-graph cycle through `c`).
+- `chosen`: `n` is the e-node `E` holds for `c`. Extraction keeps a form only
+  when no single switch lowers the DAG cost (the default extractor's local
+  search, run to the end; the exact one is optimal), so the chosen form is the
+  cheapest legal one up to rounding. A class `E` does not reach (a value the
+  lowered graph no longer needs) has nothing chosen.
+- `ops` and `rules`: `n` and the e-nodes it adds on top of the node's inputs
+  (the part of the graph `cost` charges to it). `ops` counts their format ops
+  (leaves and broadcast scalar literals are not kernels and are not counted);
+  `rules` names the rules that produced them (matched after the fact by
+  `provenance.Matcher`), outermost first. The node left as it is has no rules
+  of its own; on a backend without the op it is an illegal alternative.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ EXPR_LIMIT = 160  # characters of an alternative's expression, for people
 
 @dataclass
 class Ranking:
-    """Extraction's bottom-up pass over every class: kernel cost per e-node, best cost and e-node per class."""
+    """The bottom-up pass over every class: kernel cost per e-node, least tree cost and its e-node per class."""
 
     node_cost: list[float | None]
     best: list[float | None]
@@ -63,7 +69,8 @@ class Ranking:
 
 
 def rank(t: Tables, costs: Costs) -> Ranking:
-    """The same pass as `extract.extract` (Knuth's Dijkstra generalisation), kept for every class."""
+    """Extraction's bottom-up pass (Knuth's generalisation of Dijkstra, as `extract` runs it first), kept
+    for every class: the form a class takes when an alternative needs a class the extraction left out."""
     parents = t.parents_by_class()
     kids = [tuple(set(ks)) for ks in t.children]
     pending = [len(ks) for ks in kids]
@@ -152,11 +159,14 @@ def value_name(node: Node) -> str:
     return f"n{node.id}"
 
 
+_ROOT = 1 << 40  # a reference count no removal reaches: the outputs are always needed
+
+
 class Describer:
-    """Alternatives of original nodes for one backend, from its ranking and (where reached) its extraction."""
+    """Alternatives of original nodes for one backend, from its extraction and its bottom-up ranking."""
 
     def __init__(self, t: Tables, graph: Graph, decoded: Decoded, matcher: Matcher, ranking: Ranking,
-                 extraction: Extraction | None) -> None:
+                 extraction: Extraction | None, roots: Sequence[int]) -> None:
         self.t, self.graph, self.decoded, self.matcher = t, graph, decoded, matcher
         self.ranking, self.extraction = ranking, extraction
         self.nodes_by_class = matcher.nodes
@@ -164,11 +174,40 @@ class Describer:
         for node in graph.nodes:
             self.origins.setdefault(t.ref[node.id], node)
         self._rule_cache: dict[tuple[int, int], str | None] = {}
+        self.chosen: dict[int, int] = dict(extraction.choice) if extraction is not None else {}
+        # users of each extracted class inside the extraction (roots count as always used)
+        self.refs: dict[int, int] = {}
+        if extraction is not None:
+            for r in roots:
+                self.refs[r] = self.refs.get(r, 0) + _ROOT
+        for n in self.chosen.values():
+            for k in set(t.children[n]):
+                self.refs[k] = self.refs.get(k, 0) + 1
+        self.topo = self._topological()
 
-    def chosen_of(self, c: int) -> int:
-        if self.extraction is not None and c in self.extraction.choice:
-            return self.extraction.choice[c]
-        return self.ranking.choice[c]
+    def _topological(self) -> dict[int, int]:
+        """Extracted class -> its index in an order where every class follows the classes it needs."""
+        t, chosen = self.t, self.chosen
+        index: dict[int, int] = {}
+        for root in chosen:
+            if root in index:
+                continue
+            stack: list[tuple[int, bool]] = [(root, False)]
+            while stack:
+                c, expanded = stack.pop()
+                if c in index:
+                    continue
+                if expanded:
+                    index[c] = len(index)
+                    continue
+                stack.append((c, True))
+                stack.extend((k, False) for k in t.children[chosen[c]] if k not in index)
+        return index
+
+    def form_of(self, k: int) -> int:
+        """The e-node a class takes when an alternative needs it: its extracted one, else the bottom-up best."""
+        n = self.chosen.get(k)
+        return self.ranking.choice[k] if n is None else n
 
     def _rule(self, c: int, n: int) -> str | None:
         key = (c, n)
@@ -176,23 +215,70 @@ class Describer:
             self._rule_cache[key] = self.matcher.rule_of(c, n)
         return self._rule_cache[key]
 
-    def _own_part(self, n: int) -> list[int]:
-        """`n` and the cheapest e-nodes of the non-original classes below it (each class once, outermost first)."""
-        t, choice = self.t, self.ranking.choice
-        order = [n]
-        seen: set[int] = {t.eclass[n]}
-        stack = list(reversed(t.children[n]))
+    def only_below(self, c: int) -> set[int]:
+        """The extracted classes that nothing but class c's chosen e-node needs (directly or through them)."""
+        if c not in self.chosen:
+            return set()
+        t, chosen, refs = self.t, self.chosen, self.refs
+        left: dict[int, int] = {}
+        out: set[int] = set()
+        stack = list(set(t.children[chosen[c]]))
         while stack:
-            c = stack.pop()
-            if c in seen or c in self.origins:
+            k = stack.pop()
+            r = left.get(k, refs[k]) - 1
+            left[k] = r
+            if r == 0:
+                out.add(k)
+                stack.extend(set(t.children[chosen[k]]))
+        return out
+
+    def _reaches(self, k: int, c: int) -> bool:
+        """Whether extracted class k needs class c (through the extraction)."""
+        topo, t, chosen = self.topo, self.t, self.chosen
+        floor = topo[c]
+        if topo[k] < floor:
+            return False
+        seen: set[int] = set()
+        stack = [k]
+        while stack:
+            x = stack.pop()
+            if x == c:
+                return True
+            if x in seen or topo[x] < floor:
                 continue
-            seen.add(c)
-            m = choice[c]
-            if m < 0:
+            seen.add(x)
+            stack.extend(t.children[chosen[x]])
+        return False
+
+    def beyond(self, c: int, own: set[int], start: Sequence[int]) -> tuple[dict[int, int], bool]:
+        """The classes needed from `start` that the rest of the graph does not need (class -> its e-node, outermost
+        first), and whether they all have a legal form without a cycle through class c.
+
+        `own` is `only_below(c)`: extracted classes that only c's chosen e-node needs, so not the rest's."""
+        t, kernel = self.t, self.ranking.node_cost
+        found: dict[int, int] = {}
+        legal = True
+        seen: set[int] = set()
+        stack = list(reversed(start))
+        while stack:
+            k = stack.pop()
+            if k in seen:
                 continue
-            order.append(m)
+            seen.add(k)
+            if k == c:
+                legal = False  # the form needs its own value: a cycle, not a way to compute it
+                continue
+            if k in self.chosen and k not in own:
+                if c in self.chosen and self._reaches(k, c):
+                    legal = False  # needs a value that is computed from this one
+                continue  # computed for the rest of the graph anyway
+            m = self.form_of(k)
+            if m < 0 or kernel[m] is None:
+                legal = False
+                continue
+            found[k] = m
             stack.extend(reversed(t.children[m]))
-        return order
+        return found, legal
 
     def expr(self, n: int, limit: int = EXPR_LIMIT) -> str:
         """`n` as an expression over the original graph's values (their names), shortened past `limit`."""
@@ -225,10 +311,10 @@ class Describer:
                     return False
                 if k in self.origins:
                     ok = emit(value_name(self.origins[k]))
-                elif self.ranking.choice[k] < 0:
+                elif self.form_of(k) < 0:
                     ok = emit("?")
                 else:
-                    ok = walk(self.ranking.choice[k], False)
+                    ok = walk(self.form_of(k), False)
                 if not ok:
                     return False
             return emit(")")
@@ -237,12 +323,14 @@ class Describer:
             return "".join(out)[:limit] + "…"
         return "".join(out)
 
-    def alternative(self, c: int, n: int, chosen: int) -> Alternative:
-        t = self.t
+    def alternative(self, c: int, n: int, own: set[int], inputs: dict[int, int], base: float) -> Alternative:
+        t, kernel = self.t, self.ranking.node_cost
         ctor, fields = t.ctor[n], t.fields[n]
-        own = c in self.origins and is_own(t, n, self.origins[c], self.graph)
-        cost = self.ranking.cost_of(n)
-        part = self._own_part(n)
+        is_original = c in self.origins and is_own(t, n, self.origins[c], self.graph)
+        found, legal = self.beyond(c, own, t.children[n])
+        legal = legal and kernel[n] is not None
+        cost = (kernel[n] or 0.0) + sum(kernel[m] for m in found.values()) - base  # type: ignore[misc]
+        part = [n] + [m for k, m in found.items() if k not in inputs]
         ops: dict[str, int] = {}
         rules: list[str] = []
         for i, m in enumerate(part):
@@ -250,21 +338,25 @@ class Describer:
                 continue
             op, _, _ = self.decoded(t.ctor[m], t.fields[m])
             ops[op] = ops.get(op, 0) + 1
-            if i == 0 and own:
+            if i == 0 and is_original:
                 continue
             r = self._rule(t.eclass[m], m)
             if r and r not in rules:
                 rules.append(r)
         return Alternative(
             enode=n, label=label(self.decoded, ctor, fields) if ctor != LEAF else self.graph.by_id[fields[0]].op,
-            expr=self.expr(n), cost=cost, ops=ops, legal=cost is not None, chosen=n == chosen and cost is not None,
-            rules=rules, original=own,
+            expr=self.expr(n), cost=cost if legal else None, ops=ops, legal=legal,
+            chosen=self.chosen.get(c) == n, rules=rules, original=is_original,
         )
 
     def choice(self, node: Node) -> Choice:
-        c = self.t.ref[node.id]
-        chosen = self.chosen_of(c)
-        alts = [self.alternative(c, n, chosen) for n in self.nodes_by_class[c] if self.t.ctor[n] != REF]
+        t = self.t
+        c = t.ref[node.id]
+        own = self.only_below(c)
+        # what the node's inputs need beyond the rest of the graph: every form is costed on top of it
+        inputs, _ = self.beyond(c, own, [t.ref[i] for i in node.inputs])
+        base = sum(self.ranking.node_cost[m] for m in inputs.values())  # type: ignore[misc]
+        alts = [self.alternative(c, n, own, inputs, base) for n in self.nodes_by_class[c] if t.ctor[n] != REF]
         alts.sort(key=lambda a: (not a.legal, a.cost if a.cost is not None else 0.0, not a.original, a.enode))
         return Choice(node, c, alts)
 

@@ -525,9 +525,11 @@ could have become and what extraction chose. Costs are the backend's cost model
 <div class="graphs" style="grid-template-columns:{columns}">{before}{after}</div>
 <h2 id="choices">Alternatives</h2>
 <p class="note">Each backward op and each rewritten node, with the forms its e-class holds. A cost is what
-extraction ranked the form by on that backend: its kernel plus the cheapest cost of each input, down to the
-graph's inputs (so shared values upstream are included and comparable across forms); ✓ marks the form chosen
-(the cheapest runnable one); ★ the explored backend. "ops it adds" and "rules" are for the explored backend.</p>
+the form costs on that backend on top of the node's inputs: its kernel and the kernels of the values it needs
+that nothing else in the lowered graph needs (values computed anyway, such as the forward pass's activations,
+are free). Differences between forms are exactly what switching would change in the graph's cost.
+✓ marks the form extraction chose, the cheapest runnable one; ★ the explored backend. "ops it adds" and
+"rules" are for the explored backend.</p>
 {blocks}
 <h2 id="compare">Backends compared</h2>
 {_compare_table(ex)}{compare_note}
