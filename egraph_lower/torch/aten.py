@@ -362,6 +362,8 @@ handles("mean.dim")(_reduce("Mean", "dim"))
 handles("mean.default")(_reduce("Mean", None))
 handles("amax.default")(_reduce("Max", "dim"))
 handles("amin.default")(_reduce("Min", "dim"))
+handles("all.default")(_reduce("Min", None))  # on bool, Reduce Min is all and Max is any
+handles("any.default")(_reduce("Max", None))
 
 
 # --------------------------------------------------------------------------- matrix products
@@ -457,3 +459,6 @@ def _bn_backward(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
     if mask[2]:
         out[2] = ctx.cast(ctx.add("BatchNormInferenceBackwardBeta", (dy,)), ctx.out(2)[1])
     return tuple(out)
+
+
+from . import aten_losses  # noqa: E402,F401  (registers softmax, log-softmax and mse_loss)

@@ -106,7 +106,7 @@ class TorchBackend:
             imported = import_graph(gm, name=rec.name)
         except UnsupportedOp as e:
             if not self.partial:
-                self._unlowered(rec, e.op, 1, str(e))
+                self._unlowered(rec, e.op, 1, e.reason)
                 return gm
             return self._compile_parts(gm, rec, device)
         module = self._lower(imported.graph, rec, rec.name, lambda g: export_graph(g, imported.signature))
@@ -117,8 +117,8 @@ class TorchBackend:
 
     def _compile_parts(self, gm: fx.GraphModule, rec: GraphRecord, device: torch.device | None) -> torch.nn.Module:
         items, refused = plan(gm)
-        for op, n in refused.items():
-            self._unlowered(rec, op, n, f"{op} is outside the mapping")
+        for op, whys in refused.items():
+            self._unlowered(rec, op, len(whys), whys[0].reason)
         segments = [i for i in items if not isinstance(i, fx.Node)]
         for k, seg in enumerate(segments):
             sub = segment_module(gm, seg)
@@ -126,7 +126,7 @@ class TorchBackend:
             try:
                 imported = import_graph(sub, name=f"{rec.name}.{k}")
             except UnsupportedOp as e:  # a node that maps alone but not in context
-                self._unlowered(rec, e.op, 1, str(e))
+                self._unlowered(rec, e.op, 1, e.reason)
                 continue
             if not imported.graph.outputs:
                 continue
@@ -147,7 +147,7 @@ class TorchBackend:
             msg = f"{name}: lowering for {self.target.name} failed: {e}"
             rec.errors.append(msg)
             log.warning(msg)
-            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+            warnings.warn(msg, RuntimeWarning, stacklevel=1)
             return None
         if self.record is not None:
             self.record.append(result.graph)
@@ -161,8 +161,8 @@ class TorchBackend:
         log.info("%s: %s runs in PyTorch, not lowered (%s)", rec.name, op, why)
         if op not in self._warned:
             self._warned.add(op)
-            warnings.warn(f"egraph_lower: {op} is not lowered, it runs in PyTorch ({why})", RuntimeWarning,
-                          stacklevel=2)
+            warnings.warn(f"egraph_lower: {op} is not lowered, it runs in PyTorch: {why}", RuntimeWarning,
+                          stacklevel=1)
 
 
 def _boxed(module: Callable[..., Any]) -> Callable[..., Any]:

@@ -66,10 +66,10 @@ def _ordered(gm: fx.GraphModule) -> list[fx.Node]:
     return out
 
 
-def plan(gm: fx.GraphModule) -> tuple[list[fx.Node | Segment], dict[str, int]]:
-    """The top graph's items in order (a node kept as it is, or a segment) and the unmapped ops counted."""
+def plan(gm: fx.GraphModule) -> tuple[list[fx.Node | Segment], dict[str, list[UnsupportedOp]]]:
+    """The top graph's items in order (a node kept as it is, or a segment) and why each unmapped op is."""
     items: list[fx.Node | Segment] = []
-    refused: dict[str, int] = {}
+    refused: dict[str, list[UnsupportedOp]] = {}
     mapped: set[fx.Node] = set()
     current: Segment | None = None
     for n in _ordered(gm):
@@ -80,9 +80,10 @@ def plan(gm: fx.GraphModule) -> tuple[list[fx.Node | Segment], dict[str, int]]:
         elif n.op == "get_attr":
             ok = True
         else:
-            ok = probe(n) is None
-            if not ok:
-                refused[op_name(n)] = refused.get(op_name(n), 0) + 1
+            why = probe(n)
+            ok = why is None
+            if why is not None:
+                refused.setdefault(op_name(n), []).append(why)
         if ok:
             mapped.add(n)
             if current is None:
