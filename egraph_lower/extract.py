@@ -231,7 +231,7 @@ def extract(t: Tables, costs: Costs, roots: Sequence[int], describe: Sequence[tu
     g = greedy(t, costs)
     ex = select(t, g, roots, costs.backend.name, describe)
     if method == "greedy":
-        return improve(t, g.node_cost, g.choice, ex, roots)
+        return improve(t, g.node_cost, g.choice, g.best, ex, roots)
     if method == "exact":
         return extract_exact(t, g, roots)
     return ex

@@ -12,7 +12,6 @@ Reference counts make each trial cost only the part of the graph it touches.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from .egraph.tables import Tables
@@ -175,32 +174,55 @@ def cyclic_classes(t: Tables, usable: Sequence[bool]) -> set[int]:
     return out
 
 
-def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int], ex: Extraction,
-            roots: Sequence[int], passes: int = 3, seconds: float = 60.0) -> Extraction:
-    """Local search over the chosen DAG; returns an extraction of no greater DAG cost."""
+def _touched(c: int, log: list[tuple[str, int, int]]) -> set[int]:
+    return {c} | {k for what, k, _ in log if what == "sel"}
+
+
+def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int], best: Sequence[float],
+            ex: Extraction, roots: Sequence[int], passes: int = 3, work: float = 4.0) -> Extraction:
+    """Local search over the chosen DAG; returns an extraction of no greater DAG cost.
+
+    A switch is tried only where it looks promising: the alternative's kernel plus the
+    tree cost of its children not yet computed is below the current e-node's kernel plus
+    the tree cost of the children only it uses. The search stops after `passes` passes
+    or `work` x (number of e-nodes) steps, whichever comes first, so it stays within a
+    small multiple of the greedy pass.
+    """
     s = _State(t, node_cost, greedy, ex, roots)
     nodes = t.nodes_by_class()
-    cyclic = cyclic_classes(t, [c is not None for c in node_cost])
-    deadline = time.perf_counter() + seconds
+    cyclic: set[int] | None = None  # computed at the first switch worth keeping
+    budget = work * max(t.n_nodes, 1000)
     for _ in range(passes):
         improved = False
         for c in list(s.choice):
-            if c not in s.choice:
+            if c not in s.choice or len(nodes[c]) < 2:
                 continue
-            options = [n for n in nodes[c] if n != s.choice[c] and node_cost[n] is not None
-                       and all(greedy[k] >= 0 or k in s.choice for k in t.children[n])]
-            for n in options:
+            cur = s.choice[c]
+            own = node_cost[cur] + sum(best[k] for k in set(t.children[cur]) if s.refs.get(k, 0) == 1)  # type: ignore[operator]
+            for n in nodes[c]:
+                cost = node_cost[n]
+                if n == s.choice[c] or cost is None:
+                    continue
+                kids = set(t.children[n])
+                if any(greedy[k] < 0 and k not in s.choice for k in kids):
+                    continue
+                if cost + sum(best[k] for k in kids if k not in s.choice) >= own:
+                    continue
                 s.log.clear()
                 delta = s.switch(c, n)
-                touched = {c} | {k for what, k, _ in s.log if what == "sel"}
-                if delta < -_EPS and (not cyclic or s.cycle_free(touched, cyclic)):
+                budget -= len(s.log)
+                if delta < -_EPS and cyclic is None:
+                    cyclic = cyclic_classes(t, [c is not None for c in node_cost])
+                if delta < -_EPS and (not cyclic or s.cycle_free(_touched(c, s.log), cyclic)):
                     s.log.clear()
                     improved = True
+                    cur = n
+                    own = cost + sum(best[k] for k in kids if s.refs.get(k, 0) == 1)
                 else:
                     s.undo()
-            if time.perf_counter() > deadline:
+            if budget < 0:
                 break
-        if not improved or time.perf_counter() > deadline:
+        if not improved or budget < 0:
             break
     per_class = {c: node_cost[n] for c, n in s.choice.items()}
     return Extraction(dict(s.choice), sum(per_class.values()), per_class)  # type: ignore[arg-type]
