@@ -94,9 +94,10 @@ def test_training_step_matches_eager(act: str, target: str) -> None:
         for g, w in zip(g_step, w_step):
             torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
     assert be.unlowered_ops == {}, be.summary()
-    kinds = {g.kind for g in be.graphs}
-    assert {"forward", "backward"} <= kinds and all(g.status == "lowered" for g in be.graphs), be.summary()
-    assert len(record) == len(be.graphs)
+    kinds = {g.kind for g in be.graphs if g.status == "lowered"}
+    assert {"forward", "backward"} <= kinds, be.summary()
+    assert all(g.status in ("lowered", "nothing to lower") for g in be.graphs), be.summary()
+    assert len(record) == sum(g.lowered for g in be.graphs)
     backend = el.load_backend(target)
     for graph in record:
         illegal = [n for n in graph.nodes if not backend.runs_node(n)]

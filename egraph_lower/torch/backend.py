@@ -46,7 +46,7 @@ class GraphRecord:
 
     name: str
     kind: str  # "forward", "backward" or "inference"
-    status: str  # "lowered", "partly lowered", "not lowered"
+    status: str  # "lowered", "partly lowered", "not lowered", "nothing to lower"
     lowered: int = 0  # format graphs lowered for it
     unlowered_ops: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -109,6 +109,9 @@ class TorchBackend:
                 self._unlowered(rec, e.op, 1, e.reason)
                 return gm
             return self._compile_parts(gm, rec, device)
+        if not imported.graph.outputs:  # it only passes values through: nothing to lower
+            rec.status = "nothing to lower"
+            return export_graph(imported.graph, imported.signature)
         module = self._lower(imported.graph, rec, rec.name, lambda g: export_graph(g, imported.signature))
         if module is None:
             return gm
