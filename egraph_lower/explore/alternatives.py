@@ -215,23 +215,6 @@ class Describer:
             self._rule_cache[key] = self.matcher.rule_of(c, n)
         return self._rule_cache[key]
 
-    def only_below(self, c: int) -> set[int]:
-        """The extracted classes that nothing but class c's chosen e-node needs (directly or through them)."""
-        if c not in self.chosen:
-            return set()
-        t, chosen, refs = self.t, self.chosen, self.refs
-        left: dict[int, int] = {}
-        out: set[int] = set()
-        stack = list(set(t.children[chosen[c]]))
-        while stack:
-            k = stack.pop()
-            r = left.get(k, refs[k]) - 1
-            left[k] = r
-            if r == 0:
-                out.add(k)
-                stack.extend(set(t.children[chosen[k]]))
-        return out
-
     def _reaches(self, k: int, c: int) -> bool:
         """Whether extracted class k needs class c (through the extraction)."""
         topo, t, chosen = self.topo, self.t, self.chosen
@@ -250,35 +233,55 @@ class Describer:
             stack.extend(t.children[chosen[x]])
         return False
 
-    def beyond(self, c: int, own: set[int], start: Sequence[int]) -> tuple[dict[int, int], bool]:
-        """The classes needed from `start` that the rest of the graph does not need (class -> its e-node, outermost
-        first), and whether they all have a legal form without a cycle through class c.
-
-        `own` is `only_below(c)`: extracted classes that only c's chosen e-node needs, so not the rest's."""
-        t, kernel = self.t, self.ranking.node_cost
-        found: dict[int, int] = {}
+    def switch(self, c: int, kids: Sequence[int]) -> tuple[dict[int, int], set[int], bool]:
+        """Class c computed by an e-node with input classes `kids` instead of its chosen one, as the
+        extraction's local search tries it: (the classes that become needed -> the e-node each takes, outermost
+        first; the extracted classes nothing needs any more; whether every new class has a legal form and
+        nothing needs c's own value). Touches only what changes; the reference counts are restored."""
+        t, chosen, refs = self.t, self.chosen, self.refs
+        log: list[int] = []
+        selected: dict[int, int] = {}
+        dropped: set[int] = set()
         legal = True
-        seen: set[int] = set()
-        stack = list(reversed(start))
-        while stack:
+        checked: set[int] = set()
+        stack = list(reversed(list(dict.fromkeys(kids))))
+        while stack:  # one more user of each: classes not in the graph yet are selected with their sub-DAG
             k = stack.pop()
-            if k in seen:
-                continue
-            seen.add(k)
+            r = refs.get(k, 0)
+            refs[k] = r + 1
+            log.append(k)
             if k == c:
                 legal = False  # the form needs its own value: a cycle, not a way to compute it
                 continue
-            if k in self.chosen and k not in own:
-                if c in self.chosen and self._reaches(k, c):
-                    legal = False  # needs a value that is computed from this one
-                continue  # computed for the rest of the graph anyway
+            if k in chosen:
+                if k not in checked:
+                    checked.add(k)
+                    if c in chosen and self._reaches(k, c):
+                        legal = False  # needs a value computed from this one
+                continue
+            if r > 0:
+                continue  # selected already in this trial
             m = self.form_of(k)
-            if m < 0 or kernel[m] is None:
+            if m < 0:
                 legal = False
                 continue
-            found[k] = m
-            stack.extend(reversed(t.children[m]))
-        return found, legal
+            selected[k] = m
+            stack.extend(reversed(list(dict.fromkeys(t.children[m]))))
+        if c in chosen:  # one user fewer for each input of the chosen e-node: drop what nothing needs now
+            stack = list(dict.fromkeys(t.children[chosen[c]]))
+            while stack:
+                k = stack.pop()
+                refs[k] -= 1
+                log.append(~k)
+                if refs[k] == 0 and k in chosen:
+                    dropped.add(k)
+                    stack.extend(dict.fromkeys(t.children[chosen[k]]))
+        for k in reversed(log):
+            if k >= 0:
+                refs[k] -= 1
+            else:
+                refs[~k] += 1
+        return selected, dropped, legal
 
     def expr(self, n: int, limit: int = EXPR_LIMIT) -> str:
         """`n` as an expression over the original graph's values (their names), shortened past `limit`."""
@@ -323,14 +326,22 @@ class Describer:
             return "".join(out)[:limit] + "…"
         return "".join(out)
 
-    def alternative(self, c: int, n: int, own: set[int], inputs: dict[int, int], base: float) -> Alternative:
+    def alternative(self, c: int, n: int, base: tuple[dict[int, int], set[int]]) -> Alternative:
         t, kernel = self.t, self.ranking.node_cost
         ctor, fields = t.ctor[n], t.fields[n]
         is_original = c in self.origins and is_own(t, n, self.origins[c], self.graph)
-        found, legal = self.beyond(c, own, t.children[n])
+        selected, dropped, legal = self.switch(c, t.children[n])
         legal = legal and kernel[n] is not None
-        cost = (kernel[n] or 0.0) + sum(kernel[m] for m in found.values()) - base  # type: ignore[misc]
-        part = [n] + [m for k, m in found.items() if k not in inputs]
+        inputs_new, region = base  # the baseline: c computed for free from the node's inputs
+        # charged to n: the new classes it needs beyond the inputs', and what of the chosen form's own region it
+        # keeps; credited: what of the inputs' part it lets go
+        charged = {k: m for k, m in selected.items() if k not in inputs_new}
+        charged.update((k, self.chosen[k]) for k in region if k not in dropped)
+        credited = [m for k, m in inputs_new.items() if k not in selected]
+        credited += [self.chosen[k] for k in dropped if k not in region]
+        cost = ((kernel[n] or 0.0) + sum(kernel[m] for m in charged.values())  # type: ignore[misc]
+                - sum(kernel[m] for m in credited))  # type: ignore[misc]
+        part = self._outermost_first(n, charged)
         ops: dict[str, int] = {}
         rules: list[str] = []
         for i, m in enumerate(part):
@@ -349,14 +360,28 @@ class Describer:
             chosen=self.chosen.get(c) == n, rules=rules, original=is_original,
         )
 
+    def _outermost_first(self, n: int, charged: dict[int, int]) -> list[int]:
+        """n, then the charged classes' e-nodes in a depth-first walk from n (each once)."""
+        t = self.t
+        out = [n]
+        seen: set[int] = set()
+        stack = list(reversed(t.children[n]))
+        while stack:
+            k = stack.pop()
+            if k in seen or k not in charged:
+                continue
+            seen.add(k)
+            out.append(charged[k])
+            stack.extend(reversed(t.children[charged[k]]))
+        out += [m for k, m in charged.items() if k not in seen]  # reached only through uncharged classes
+        return out
+
     def choice(self, node: Node) -> Choice:
         t = self.t
         c = t.ref[node.id]
-        own = self.only_below(c)
-        # what the node's inputs need beyond the rest of the graph: every form is costed on top of it
-        inputs, _ = self.beyond(c, own, [t.ref[i] for i in node.inputs])
-        base = sum(self.ranking.node_cost[m] for m in inputs.values())  # type: ignore[misc]
-        alts = [self.alternative(c, n, own, inputs, base) for n in self.nodes_by_class[c] if t.ctor[n] != REF]
+        # the baseline every form is costed against: c computed for free from the node's own inputs
+        inputs_new, region, _ = self.switch(c, [t.ref[i] for i in node.inputs])
+        alts = [self.alternative(c, n, (inputs_new, region)) for n in self.nodes_by_class[c] if t.ctor[n] != REF]
         alts.sort(key=lambda a: (not a.legal, a.cost if a.cost is not None else 0.0, not a.original, a.enode))
         return Choice(node, c, alts)
 
