@@ -179,34 +179,60 @@ def _touched(c: int, log: list[tuple[str, int, int]]) -> set[int]:
 
 
 def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int], best: Sequence[float],
-            ex: Extraction, roots: Sequence[int], passes: int = 3, work: float = 4.0) -> Extraction:
+            ex: Extraction, roots: Sequence[int], passes: int = 3, work: float = 1.0) -> Extraction:
     """Local search over the chosen DAG; returns an extraction of no greater DAG cost.
 
-    A switch is tried only where it looks promising: the alternative's kernel plus the
-    tree cost of its children not yet computed is below the current e-node's kernel plus
-    the tree cost of the children only it uses. The search stops after `passes` passes
-    or `work` x (number of e-nodes) steps, whichever comes first, so it stays within a
-    small multiple of the greedy pass.
+    A switch is tried only where it looks promising: the alternative's kernel plus what
+    its children would add (their greedy sub-DAGs, free where already computed) is below
+    the current e-node's kernel plus the tree cost of the children only it uses. The
+    search stops after `passes` passes or `work` x (number of e-nodes) steps, so it stays
+    within a small multiple of the greedy pass.
     """
     s = _State(t, node_cost, greedy, ex, roots)
     nodes = t.nodes_by_class()
     cyclic: set[int] | None = None  # computed at the first switch worth keeping
     budget = work * max(t.n_nodes, 1000)
+    added: dict[int, float] = {}  # class -> cost its greedy sub-DAG adds to the selection
+
+    def adds(k: int) -> float:
+        """What selecting class k would add (its greedy sub-DAG, selected classes free), memoised."""
+        nonlocal budget
+        if k in s.choice:
+            return 0.0
+        if k in added:
+            return added[k]
+        stack = [k]
+        while stack:
+            c = stack[-1]
+            kids = [j for j in set(t.children[greedy[c]]) if j not in s.choice and j not in added]
+            if kids:
+                stack.extend(kids)
+                budget -= len(kids)
+                continue
+            stack.pop()
+            if c not in added:
+                added[c] = node_cost[greedy[c]] + sum(  # type: ignore[operator]
+                    added[j] for j in set(t.children[greedy[c]]) if j not in s.choice)
+        return added[k]
+
+    legal = {c: opts for c in s.choice
+             if len(opts := [n for n in nodes[c] if node_cost[n] is not None]) > 1}
     for _ in range(passes):
         improved = False
-        for c in list(s.choice):
-            if c not in s.choice or len(nodes[c]) < 2:
+        for c in [c for c in s.choice if c in legal] if legal else ():
+            if c not in s.choice:
                 continue
+            budget -= len(legal[c])
             cur = s.choice[c]
             own = node_cost[cur] + sum(best[k] for k in set(t.children[cur]) if s.refs.get(k, 0) == 1)  # type: ignore[operator]
-            for n in nodes[c]:
+            for n in legal[c]:
                 cost = node_cost[n]
-                if n == s.choice[c] or cost is None:
+                if n == s.choice[c] or cost >= own:  # type: ignore[operator]
                     continue
                 kids = set(t.children[n])
                 if any(greedy[k] < 0 and k not in s.choice for k in kids):
                     continue
-                if cost + sum(best[k] for k in kids if k not in s.choice) >= own:
+                if cost + sum(adds(k) for k in kids) >= own:  # type: ignore[operator]
                     continue
                 s.log.clear()
                 delta = s.switch(c, n)
@@ -216,6 +242,7 @@ def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int],
                 if delta < -_EPS and (not cyclic or s.cycle_free(_touched(c, s.log), cyclic)):
                     s.log.clear()
                     improved = True
+                    added.clear()  # the selection changed
                     cur = n
                     own = cost + sum(best[k] for k in kids if s.refs.get(k, 0) == 1)
                 else:
