@@ -426,3 +426,10 @@ def test_refused_mappings_say_why(fn: Callable[..., Any], args: tuple[Any, ...],
 def test_core_package_imports_without_torch() -> None:
     code = "import sys, egraph_lower; assert 'torch' not in sys.modules, 'egraph_lower imported torch'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_clear_import_error_without_torch() -> None:
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "try:\n    import egraph_lower.torch\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert "needs PyTorch" in out and "egraph-lower[torch]" in out

@@ -87,14 +87,15 @@ def _filled(value: Callable[[dict[str, Any]], Any]) -> Handler:
     return handler
 
 
-for _names, _value in (
+_FILLS: tuple[tuple[tuple[str, ...], Callable[[dict[str, Any]], Any]], ...] = (
     (("ones_like.default", "ones.default", "new_ones.default"), lambda a: 1),
     (("zeros_like.default", "zeros.default", "new_zeros.default"), lambda a: 0),
     (("full_like.default", "full.default", "new_full.default"), lambda a: a["fill_value"]),
     (("scalar_tensor.default",), lambda a: a["s"]),
     (("fill.Scalar",), lambda a: a["value"]),
-):
-    handles(*_names)(_filled(_value))
+)
+for _fill_names, _value in _FILLS:
+    handles(*_fill_names)(_filled(_value))
 
 
 def get_attr(ctx: Context, value: Any) -> int:
@@ -142,7 +143,7 @@ def _binary(op: str, first: str = "self", second: str = "other", reverse: bool =
     return handler
 
 
-for _op, _names in (
+_BINARY_OPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Add", ("add.Tensor", "add.Scalar")),
     ("Sub", ("sub.Tensor", "sub.Scalar")),
     ("Mul", ("mul.Tensor", "mul.Scalar")),
@@ -150,7 +151,8 @@ for _op, _names in (
     ("Max", ("maximum.default",)),
     ("Min", ("minimum.default",)),
     ("Pow", ("pow.Tensor_Scalar", "pow.Tensor_Tensor")),
-):
+)
+for _op, _names in _BINARY_OPS:
     handles(*_names)(_binary(_op, second="exponent" if _op == "Pow" else "other"))
 handles("rsub.Tensor", "rsub.Scalar")(_binary("Sub", reverse=True))
 handles("pow.Scalar")(_binary("Pow", first="self", second="exponent"))

@@ -93,7 +93,8 @@ def _mse_loss_backward(ctx: Context, a: dict[str, Any]) -> int:
     reduction = _reduction(ctx, a)
     shape, dt = ctx.out()
     x, t = ctx.cast(ctx.t(a["self"]), dt), ctx.cast(ctx.t(a["target"]), dt)
-    norm = 2.0 / math.prod(shape) if reduction == _MEAN and math.prod(shape) else 2.0
+    numel = math.prod(list(shape))  # torch: 2 / input.numel() for the mean
+    norm = 2.0 / numel if reduction == _MEAN and numel else 2.0
     scaled = _bin(ctx, "Mul", ctx.const(norm, dt), _bin(ctx, "Sub", x, t))
     g = ctx.expand(ctx.cast(ctx.t(a["grad_output"]), dt), shape)
     return _bin(ctx, "Mul", scaled, g)

@@ -32,7 +32,7 @@ from ..backends import load as load_backend
 from ..egraph.saturate import Limits
 from ..graph import Graph
 from ..lower import lower
-from .common import UnsupportedOp
+from .common import Signature, UnsupportedOp
 from .exporter import export_graph
 from .importer import import_graph
 from .partition import assemble, plan, segment_module
@@ -112,7 +112,7 @@ class TorchBackend:
         if not imported.graph.outputs:  # it only passes values through: nothing to lower
             rec.status = "nothing to lower"
             return export_graph(imported.graph, imported.signature)
-        module = self._lower(imported.graph, rec, rec.name, lambda g: export_graph(g, imported.signature))
+        module = self._lower(imported.graph, rec, rec.name, imported.signature)
         if module is None:
             return gm
         rec.status = "lowered"
@@ -133,15 +133,14 @@ class TorchBackend:
                 continue
             if not imported.graph.outputs:
                 continue
-            lowered = self._lower(imported.graph, rec, imported.graph.name or "",
-                                  lambda g, s=imported.signature: export_graph(g, s))
+            lowered = self._lower(imported.graph, rec, imported.graph.name or "", imported.signature)
             if lowered is not None:
                 seg.module = lowered.to(device) if device is not None else lowered
         rec.status = "partly lowered" if rec.lowered else "not lowered"
         return assemble(gm, items)
 
-    def _lower(self, graph: Graph, rec: GraphRecord, name: str,
-               export: Callable[[Graph], fx.GraphModule]) -> fx.GraphModule | None:
+    def _lower(self, graph: Graph, rec: GraphRecord, name: str, signature: Signature) -> fx.GraphModule | None:
+        """`graph` lowered for the target and exported, or None (logged) when the lowering fails."""
         try:
             result = lower(graph, self.target, limits=self.limits)
         except Exception as e:  # a lowering failure: run the graph as it is, unless strict
@@ -155,7 +154,7 @@ class TorchBackend:
         if self.record is not None:
             self.record.append(result.graph)
         rec.lowered += 1
-        return export(result.graph)
+        return export_graph(result.graph, signature)
 
     def _unlowered(self, rec: GraphRecord, op: str, n: int, why: str) -> None:
         if self.strict:

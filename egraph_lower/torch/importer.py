@@ -194,10 +194,10 @@ def import_graph(gm: fx.GraphModule, example_inputs: Sequence[Any] | None = None
             ctx.env[node] = get_attr(ctx, getattr_path(gm, str(node.target)))
         elif node.op == "call_function" and node.target is operator.getitem:
             src, index = node.args
-            value = ctx.env.get(src)  # type: ignore[arg-type]
+            value = ctx.env.get(src)
             if not isinstance(value, tuple):
                 raise ctx.refuse(f"getitem on {getattr(src, 'name', src)}, which is not a tuple result")
-            ctx.env[node] = value[index]  # type: ignore[index]
+            ctx.env[node] = value[index]
         elif node.op == "call_function" and str(node.target) in HANDLERS:
             name_ = str(node.target)
             ctx.env[node] = HANDLERS[name_](ctx, bind(node))
