@@ -15,12 +15,15 @@ import keyword
 import re
 from typing import Any
 
+import numpy as np
 import torch
 import torch.fx as fx
 
+from ..evaluate import apply
+
 from ..graph import Graph, Node
 from . import kernels
-from .common import FORMAT_TO_TORCH, Signature
+from .common import Signature
 
 
 def _constant_tensor(node: Node) -> torch.Tensor:
@@ -32,11 +35,13 @@ def _constant_tensor(node: Node) -> torch.Tensor:
 
 
 def _real_constant(node: Node) -> torch.Tensor:
+    """The value as the reference evaluator reads it (rounded once to the dtype; bf16 correctly)."""
     value = node.attrs["value"]
-    dtype = FORMAT_TO_TORCH[node.dtype]
-    if isinstance(value, list):
-        return torch.tensor(value, dtype=torch.float64 if dtype.is_floating_point else None).to(dtype)
-    return torch.tensor(value, dtype=dtype)
+    shape = None if isinstance(value, list) else ()
+    arr = np.array(apply("Constant", {"value": value}, [], node.dtype, shape), order="C")
+    if node.dtype == "bf16":  # torch reads no ml_dtypes array: carry the bits
+        return torch.from_numpy(arr.view(np.int16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(arr.copy())
 
 
 def _safe(name: str, taken: set[str]) -> str:
