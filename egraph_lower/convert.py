@@ -85,23 +85,24 @@ def to_graph(
     roots = [t.ref[o] for o in graph.outputs]
     order = _post_order(ex.choice, t.children, roots)
     origins = _origins(t, graph)
+    own = {c: _is_own(t, ex.choice[c], node, graph) for c, node in origins.items() if c in ex.choice}
+    members = t.nodes_by_class()
     # Provenance flows from the outputs down: a class with no original node of its own
-    # belongs to the original node above it, and adds the rule that made it.
+    # belongs to the original node above it, and adds the rule that made it (only a
+    # class holding several e-nodes can have been rewritten).
     label: dict[int, str] = {}
     for c in reversed(order):
         n = ex.choice[c]
-        here = label.get(c)
-        if c in origins:
-            node = origins[c]
-            here = node.name or f"n{node.id}"
-        elif here is None:
-            here = "?"
-        rule = matcher.rule_of(c, n) if (matcher and not (c in origins and _is_own(t, n, origins[c], graph))) else None
-        if rule:
-            here = f"{here}/{rule}"
+        node = origins.get(c)
+        here = (node.name or f"n{node.id}") if node is not None else label.get(c, "?")
+        if matcher is not None and len(members[c]) > 1 and not own.get(c, False):
+            rule = matcher.rule_of(c, n)
+            if rule:
+                here = f"{here}/{rule}"
         label[c] = here
         for k in t.children[n]:
-            label.setdefault(k, here)
+            if k not in label:
+                label[k] = here
 
     nodes: list[Node] = []
     ids: dict[int, int] = {}
@@ -129,17 +130,17 @@ def to_graph(
             src = graph.by_id[t.fields[n][0]]
             ids[c] = add(src.op, (), (src.shape, src.dtype), dict(src.attrs), src.name)
             continue
-        kid_metas = [metas[k] for k in t.children[n]]
-        inputs = []
-        for pos, k in enumerate(t.children[n]):
-            kn = ex.choice[k]
-            if t.ctor[kn] == SCALAR:
-                inputs.append(scalar(t.fields[kn][0], _operand_dtype(ctor, pos, kid_metas, meta)))
-            else:
-                inputs.append(ids[k])
-        own = origins.get(c)
-        if own is not None and _is_own(t, n, own, graph):
-            ids[c] = add(own.op, inputs, meta, dict(own.attrs), own.name)
+        kids = t.children[n]
+        inputs = [ids.get(k, -1) for k in kids]
+        if -1 in inputs:  # scalar literals, as constants of the dtype their user needs
+            kid_metas = [metas[k] for k in kids]
+            for pos, k in enumerate(kids):
+                if inputs[pos] == -1:
+                    value = t.fields[ex.choice[k]][0]
+                    inputs[pos] = scalar(value, _operand_dtype(ctor, pos, kid_metas, meta))
+        if own.get(c, False):
+            node = origins[c]
+            ids[c] = add(node.op, inputs, meta, dict(node.attrs), node.name)
         else:
             op, attrs, _ = decoded(ctor, t.fields[n])
             ids[c] = add(op, inputs, meta, dict(attrs), label[c])
