@@ -218,6 +218,22 @@ def test_round_trip_activation_gradients() -> None:
     assert ("Where", None) in ops  # threshold_backward with threshold 0.5: torch's kernel as a Where
 
 
+@pytest.mark.parametrize("kind, aten_grad", [
+    ("HardSigmoid", lambda g, x: A.hardsigmoid_backward(g, x)),
+    ("HardSwish", lambda g, x: A.hardswish_backward(g, x)),
+    ("Elu", lambda g, x: A.elu_backward(g, 1.0, 1, 1, False, x)),
+    ("Softplus", lambda g, x: A.softplus_backward(g, x, 1.0, 20.0)),
+])
+def test_torch_gradients_follow_the_format_conventions_at_the_edges(kind: str, aten_grad: Any) -> None:
+    """The mappings rely on these: torch's value at the boundaries is the format's (the evaluator's), in f32."""
+    x = torch.tensor([-3.0, -2.9999998, 0.0, -0.0, 2.9999998, 3.0, 20.0, 20.000002, 25.0, 90.0])
+    g = torch.full_like(x, 1.5)
+    b = GraphBuilder(kind)
+    graph = b.build([b.act_backward(kind, b.input("x", [x.numel()]), b.input("dy", [x.numel()]))])
+    (want,) = el.evaluate(graph, {"x": x.numpy(), "dy": g.numpy()})
+    np.testing.assert_allclose(aten_grad(g, x).numpy(), want, rtol=2e-7, atol=0)
+
+
 def test_softplus_threshold_is_exact_in_f64() -> None:
     """torch is linear above the threshold; in f64 that differs from exact softplus, so the threshold stays."""
     x = torch.tensor([-30.0, 0.0, 19.9, 20.0, 20.001, 30.0], dtype=torch.float64)
