@@ -11,7 +11,6 @@ Works on `egraph.tables.Tables`, bottom-up and without recursion:
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -157,45 +156,59 @@ class Greedy:
     best: list[float]  # that tree cost
 
 
-def greedy(t: Tables, costs: Costs) -> Greedy:
-    """Knuth's generalisation of Dijkstra: an e-node becomes a candidate once all its child
-    classes are settled, at its kernel cost plus theirs (each distinct child once); a class
-    settles at its cheapest candidate. No recursion; cycles in the e-graph are harmless."""
-    eclass = t.eclass
-    parents = t.parents_by_class()
+def greedy(t: Tables, costs: Costs, roots: Sequence[int]) -> Greedy:
+    """The least tree cost of every class the roots reach: an e-node costs its kernel plus
+    the cost of its distinct child classes. Depth first and iterative (no recursion limit):
+    a class is settled once all the classes below it are. An e-node that would close a
+    cycle (a child still being settled above it) is passed over."""
+    members = t.nodes_by_class()
+    children = t.children
     node_cost: list[float | None] = [None] * t.n_nodes
-    pending = [0] * t.n_nodes
-    kids: list[tuple[int, ...]] = t.children
     best: list[float] = [-1.0] * t.n_classes
     choice: list[int] = [-1] * t.n_classes
-    heap: list[tuple[float, int]] = []
-    for n, ctor in enumerate(t.ctor):
-        if ctor == "Ref":
+    state = bytearray(t.n_classes)  # 0 unseen, 1 being settled, 2 settled
+    below: dict[int, list[int]] = {}  # class being settled -> its child classes still to visit
+
+    def open_class(c: int) -> None:
+        state[c] = 1
+        kids: set[int] = set()
+        for n in members[c]:
+            cost = costs(n) if t.ctor[n] != "Ref" else None
+            node_cost[n] = cost
+            if cost is not None:
+                kids.update(children[n])
+        below[c] = [k for k in kids if not state[k]]
+
+    for root in roots:
+        if state[root]:
             continue
-        cost = costs(n)
-        node_cost[n] = cost
-        ks = kids[n]
-        pending[n] = len(ks) if len(ks) < 2 else len(set(ks))
-        if cost is not None and pending[n] == 0:
-            heap.append((cost, n))
-    heapq.heapify(heap)
-    push, pop = heapq.heappush, heapq.heappop
-    while heap:
-        total, n = pop(heap)
-        c = eclass[n]
-        if choice[c] >= 0:
-            continue
-        best[c], choice[c] = total, n
-        for p in parents[c]:
-            pending[p] -= 1
-            if pending[p] == 0:
-                cost = node_cost[p]
-                if cost is not None:
-                    ks = kids[p]
-                    if len(ks) == 1:
-                        push(heap, (cost + best[ks[0]], p))
-                    else:
-                        push(heap, (cost + sum(best[k] for k in set(ks)), p))
+        open_class(root)
+        stack = [root]
+        while stack:
+            c = stack[-1]
+            todo = below[c]
+            while todo and state[todo[-1]]:
+                todo.pop()
+            if todo:
+                k = todo.pop()
+                open_class(k)
+                stack.append(k)
+                continue
+            stack.pop()
+            del below[c]
+            state[c] = 2
+            top, pick = -1.0, -1
+            for n in members[c]:
+                cost = node_cost[n]
+                if cost is None:
+                    continue
+                ks = children[n] if len(children[n]) < 2 else set(children[n])
+                if any(state[k] != 2 or choice[k] < 0 for k in ks):
+                    continue  # a child with no legal form, or one being settled above (a cycle)
+                total = cost + sum(best[k] for k in ks)
+                if pick < 0 or total < top or (total == top and n < pick):
+                    top, pick = total, n
+            best[c], choice[c] = top, pick
     return Greedy(node_cost, choice, best)
 
 
@@ -228,7 +241,7 @@ def extract(t: Tables, costs: Costs, roots: Sequence[int], describe: Sequence[tu
 
     if method not in EXTRACTORS:
         raise LowerError(f"unknown extractor {method!r}: use one of {', '.join(EXTRACTORS)}")
-    g = greedy(t, costs)
+    g = greedy(t, costs, roots)
     ex = select(t, g, roots, costs.backend.name, describe)
     if method == "greedy":
         return improve(t, g.node_cost, g.choice, g.best, ex, roots)

@@ -169,7 +169,7 @@ def _lower_for(s: Saturated, backend: Backend, matcher: Matcher, main: bool) -> 
             raise
         error = str(e)
         costs = Costs(s.tables, s.metas, backend, s.decoded)
-    ranking = rank(s.tables, costs)
+    ranking = rank(s.tables, costs, s.roots)
     if ex is not None:
         graph = convert_back(s, ex)
         check_legal(graph, backend)

@@ -37,14 +37,13 @@ backend, each alternative `n` is described by:
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..egraph.language import LEAF, REF, SCALAR, encode
 from ..egraph.tables import Tables
-from ..extract import Costs, Decoded, Extraction
+from ..extract import Costs, Decoded, Extraction, greedy
 from ..graph import Graph, Node
 from ..provenance import Matcher
 
@@ -68,34 +67,13 @@ class Ranking:
         return k + sum(self.best[c] for c in self.kids[n])  # type: ignore[misc]
 
 
-def rank(t: Tables, costs: Costs) -> Ranking:
-    """Extraction's bottom-up pass (Knuth's generalisation of Dijkstra, as `extract` runs it first), kept
-    for every class: the form a class takes when an alternative needs a class the extraction left out."""
-    parents = t.parents_by_class()
-    kids = [tuple(set(ks)) for ks in t.children]
-    pending = [len(ks) for ks in kids]
-    node_cost: list[float | None] = [None] * t.n_nodes
-    best: list[float | None] = [None] * t.n_classes
-    choice = [-1] * t.n_classes
-    heap: list[tuple[float, int]] = []
-    for n in range(t.n_nodes):
-        if t.ctor[n] == REF:
-            continue
-        node_cost[n] = costs(n)
-        if node_cost[n] is not None and pending[n] == 0:
-            heap.append((node_cost[n], n))  # type: ignore[arg-type]
-    heapq.heapify(heap)
-    while heap:
-        total, n = heapq.heappop(heap)
-        c = t.eclass[n]
-        if best[c] is not None:
-            continue
-        best[c], choice[c] = total, n
-        for p in parents[c]:
-            pending[p] -= 1
-            if pending[p] == 0 and node_cost[p] is not None:
-                heapq.heappush(heap, (node_cost[p] + sum(best[k] for k in kids[p]), p))  # type: ignore[operator,misc]
-    return Ranking(node_cost, best, choice, kids)
+def rank(t: Tables, costs: Costs, roots: Sequence[int]) -> Ranking:
+    """Extraction's own bottom-up pass (`extract.greedy`), kept for every class: the form a
+    class takes when an alternative needs a class the extraction left out."""
+    g = greedy(t, costs, roots)
+    best: list[float | None] = [b if c >= 0 else None for b, c in zip(g.best, g.choice)]
+    kids = [ks if len(ks) < 2 else tuple(set(ks)) for ks in t.children]
+    return Ranking(g.node_cost, best, g.choice, kids)
 
 
 @dataclass
