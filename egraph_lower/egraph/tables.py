@@ -36,26 +36,11 @@ class Tables:
         """The e-nodes of each class id (empty for ids no class has)."""
         return self._nodes_by_class
 
-    def parents_by_class(self) -> list[list[int]]:
-        """E-nodes that have the class as a child (once each)."""
-        return self._parents_by_class
-
     @cached_property
     def _nodes_by_class(self) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in range(self.n_classes)]
         for n, c in enumerate(self.eclass):
             out[c].append(n)
-        return out
-
-    @cached_property
-    def _parents_by_class(self) -> list[list[int]]:
-        out: list[list[int]] = [[] for _ in range(self.n_classes)]
-        for n, kids in enumerate(self.children):
-            if len(kids) == 1:
-                out[kids[0]].append(n)
-            else:
-                for c in set(kids):
-                    out[c].append(n)
         return out
 
     @cached_property
