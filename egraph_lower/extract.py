@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .backends import Backend
 from .egraph.language import LEAF, SCALAR, decode
 from .egraph.tables import Tables
@@ -47,64 +49,80 @@ class Decoded:
         return hit
 
 
-def infer_metas(t: Tables, graph: Graph, decoded: Decoded) -> list[Meta | None]:
+class ClassMetas(list):  # type: ignore[type-arg]
+    """Shape and dtype per e-class (None where unknown), with the interned ids behind them:
+    `ids[c]` indexes `table` (-1: unknown), so the vectorised passes compare metas as ints."""
+
+    ids: np.ndarray
+    table: list[Meta]
+
+
+def _keys(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of int64 columns, and for each row the index of its distinct row."""
+    rows = np.ascontiguousarray(np.column_stack(columns))
+    packed = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+    return rows[first], inverse.ravel()
+
+
+def _child_metas(t: Tables, ids: np.ndarray) -> np.ndarray:
+    """Meta id of every e-node's children; -2 past its arity, -1 where unknown."""
+    kids = t.kids_array
+    return np.where(kids >= 0, ids[kids], -2)
+
+
+def infer_metas(t: Tables, graph: Graph, decoded: Decoded) -> ClassMetas:
     """Shape and dtype of each e-class; None where no e-node's inputs are known (dead classes).
 
-    Equal metas are one shared tuple, so later stages can key caches by `id(meta)`.
-    Only e-nodes of classes not known from the original graph are visited.
+    Classes of original nodes are known from the graph. The rest are inferred in rounds:
+    each round takes the e-nodes of unknown classes whose children are all known, and
+    runs the format's `infer` once per distinct (constructor, fields, child metas).
     """
-    interned: dict[Meta, Meta] = {}
-    metas: list[Meta | None] = [None] * t.n_classes
+    table: list[Meta] = []
+    index: dict[Meta, int] = {}
+
+    def intern(m: Meta) -> int:
+        i = index.get(m)
+        if i is None:
+            i = index[m] = len(table)
+            table.append(m)
+        return i
+
+    ids = np.full(t.n_classes, -1, dtype=np.int64)
     by_id = graph.by_id
     for node_id, c in t.ref.items():
-        n = by_id[node_id]
-        if metas[c] is None:
-            m = (n.shape, n.dtype)
-            metas[c] = interned.setdefault(m, m)
-    eclass, children, ctors, fields_of = t.eclass, t.children, t.ctor, t.fields
-    unknown = [n for n, c in enumerate(eclass) if metas[c] is None]
-    waiting: dict[int, list[int]] = {}  # class -> e-nodes (of unknown classes) waiting for it
-    pending: dict[int, int] = {}
-    ready: list[int] = []
-    for n in unknown:
-        missing = {k for k in children[n] if metas[k] is None}
-        if missing:
-            pending[n] = len(missing)
-            for k in missing:
-                waiting.setdefault(k, []).append(n)
-        else:
-            ready.append(n)
-    cache: dict[tuple[Any, ...], Meta | None] = {}
-    while ready:
-        n = ready.pop()
-        c = eclass[n]
-        if metas[c] is not None:
-            continue
-        ctor, fields = ctors[n], fields_of[n]
-        if ctor == LEAF:
-            node = by_id[fields[0]]
-            m: Meta | None = (node.shape, node.dtype)
-        elif ctor == SCALAR:
-            m = ((), None)
-        else:
-            ins = tuple(metas[k] for k in children[n])
-            key = (ctor, fields, *map(id, ins))
-            if key in cache:
-                m = cache[key]
+        if ids[c] < 0:
+            n = by_id[node_id]
+            ids[c] = intern((n.shape, n.dtype))
+    eclass, sig = t.eclass_array, t.sig_array
+    alive = np.ones(t.n_nodes, dtype=bool)
+    while True:
+        kid = _child_metas(t, ids)
+        idx = np.flatnonzero(alive & (ids[eclass] < 0) & (kid != -1).all(axis=1))
+        if idx.size == 0:
+            break
+        rows, inverse = _keys(sig[idx], kid[idx])
+        result = np.empty(len(rows), dtype=np.int64)
+        for j, row in enumerate(rows.tolist()):
+            ctor, fields = t.sigs[row[0]]
+            if ctor == LEAF:
+                node = by_id[fields[0]]
+                m: Meta | None = (node.shape, node.dtype)
+            elif ctor == SCALAR:
+                m = ((), None)
             else:
                 op, attrs, _ = decoded(ctor, fields)
+                ins = [table[i] for i in row[1:] if i != -2]
                 try:
-                    m = infer(op, attrs, ins)  # type: ignore[arg-type]
+                    m = infer(op, attrs, ins)
                 except ValueError:
                     m = None  # inputs that do not fit: not a way to compute this class
-                cache[key] = m
-        if m is None:
-            continue
-        metas[c] = interned.setdefault(m, m)
-        for p in waiting.pop(c, ()):
-            pending[p] -= 1
-            if pending[p] == 0:
-                ready.append(p)
+            result[j] = -1 if m is None else intern(m)
+        got = result[inverse]
+        alive[idx[got < 0]] = False
+        ids[eclass[idx[got >= 0]]] = got[got >= 0]
+    metas = ClassMetas(None if i < 0 else table[i] for i in ids.tolist())
+    metas.ids, metas.table = ids, table
     return metas
 
 
@@ -121,6 +139,34 @@ class Costs:
     def __init__(self, t: Tables, metas: Sequence[Meta | None], backend: Backend, decoded: Decoded) -> None:
         self.t, self.metas, self.backend, self.decoded = t, metas, backend, decoded
         self._cache: dict[tuple[Any, ...], float | None] = {}
+
+    def all(self) -> list[float | None]:
+        """The kernel cost of every e-node, once per distinct (constructor, fields, metas)."""
+        t, metas = self.t, self.metas
+        if not isinstance(metas, ClassMetas):
+            return [None if c == "Ref" else self(n) for n, c in enumerate(t.ctor)]
+        ids = metas.ids
+        out_ids = ids[t.eclass_array]
+        kid = _child_metas(t, ids)
+        idx = np.flatnonzero((out_ids >= 0) & (kid != -1).all(axis=1))
+        costs = np.full(t.n_nodes, np.nan)
+        if idx.size:
+            rows, inverse = _keys(t.sig_array[idx], out_ids[idx], kid[idx])
+            unique = np.empty(len(rows))
+            for j, row in enumerate(rows.tolist()):
+                ctor, fields = t.sigs[row[0]]
+                c = self._cost(ctor, fields, [metas.table[i] for i in row[2:] if i != -2], metas.table[row[1]])
+                unique[j] = np.nan if c is None else c
+            costs[idx] = unique[inverse]
+        return [None if c != c else c for c in costs.tolist()]
+
+    def _cost(self, ctor: str, fields: tuple[Any, ...], ins: Sequence[Meta], out: Meta) -> float | None:
+        if ctor == LEAF:
+            return 0.0
+        op, _attrs, kind = self.decoded(ctor, fields)
+        if not self.backend.runs(op, kind):
+            return None
+        return self.backend.cost.node_cost(op, kind, ins, out)
 
     def __call__(self, n: int) -> float | None:
         """The kernel cost of e-node `n`, or None when the backend cannot run it."""
@@ -163,7 +209,7 @@ def greedy(t: Tables, costs: Costs, roots: Sequence[int]) -> Greedy:
     cycle (a child still being settled above it) is passed over."""
     members = t.nodes_by_class()
     children = t.children
-    node_cost: list[float | None] = [None] * t.n_nodes
+    node_cost = costs.all()
     best: list[float] = [-1.0] * t.n_classes
     choice: list[int] = [-1] * t.n_classes
     state = bytearray(t.n_classes)  # 0 unseen, 1 being settled, 2 settled
@@ -173,9 +219,7 @@ def greedy(t: Tables, costs: Costs, roots: Sequence[int]) -> Greedy:
         state[c] = 1
         kids: set[int] = set()
         for n in members[c]:
-            cost = costs(n) if t.ctor[n] != "Ref" else None
-            node_cost[n] = cost
-            if cost is not None:
+            if node_cost[n] is not None:
                 kids.update(children[n])
         below[c] = [k for k in kids if not state[k]]
 

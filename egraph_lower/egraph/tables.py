@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import numpy as np
 from egglog import bindings
 
 from .language import CTORS, LEAF, REF, SCALAR
 
 _FIELDS = {LEAF: 1, SCALAR: 1, **{name: len(c.fields) for name, c in CTORS.items()}}
+MAX_ARITY = max(c.arity for c in CTORS.values())
 
 
 @dataclass
@@ -27,6 +29,8 @@ class Tables:
     eclass: list[int] = field(default_factory=list)
     n_classes: int = 0  # one more than the largest e-class id (ids index lists directly)
     ref: dict[int, int] = field(default_factory=dict)  # original node id -> e-class
+    sig: list[int] = field(default_factory=list)  # per e-node: id of its (constructor, fields)
+    sigs: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)  # id -> (constructor, fields)
 
     @property
     def n_nodes(self) -> int:
@@ -38,14 +42,36 @@ class Tables:
 
     @cached_property
     def _nodes_by_class(self) -> list[list[int]]:
-        out: list[list[int]] = [[] for _ in range(self.n_classes)]
-        for n, c in enumerate(self.eclass):
-            out[c].append(n)
-        return out
+        order = np.argsort(self.eclass_array, kind="stable").tolist()
+        ends = np.cumsum(np.bincount(self.eclass_array, minlength=self.n_classes)).tolist()
+        starts = [0, *ends[:-1]]
+        return [order[a:b] for a, b in zip(starts, ends)]
 
     @cached_property
     def live_classes(self) -> int:
         return len(set(self.eclass))
+
+    # The same tables as NumPy arrays, for the passes that work per distinct signature.
+    @cached_property
+    def eclass_array(self) -> np.ndarray:
+        return np.asarray(self.eclass, dtype=np.int64)
+
+    @cached_property
+    def sig_array(self) -> np.ndarray:
+        return np.asarray(self.sig, dtype=np.int64)
+
+    @cached_property
+    def kids_array(self) -> np.ndarray:
+        """(e-nodes, 5) child classes, -1 past an e-node's arity."""
+        out = np.full((self.n_nodes, MAX_ARITY), -1, dtype=np.int64)
+        by_arity: dict[int, list[int]] = {}
+        for n, kids in enumerate(self.children):
+            by_arity.setdefault(len(kids), []).append(n)
+        for arity, rows in by_arity.items():
+            if arity:
+                idx = np.asarray(rows, dtype=np.int64)
+                out[idx, :arity] = np.asarray([self.children[n] for n in rows], dtype=np.int64)
+        return out
 
 
 def read(egraph: bindings.EGraph) -> Tables:
@@ -83,4 +109,7 @@ def read(egraph: bindings.EGraph) -> Tables:
         t.ctor.extend([name] * len(rows))
         t.eclass.extend(outs)
     t.n_classes = largest + 1
+    sig_ids: dict[tuple[str, tuple[Any, ...]], int] = {}
+    t.sig = [sig_ids.setdefault(key, len(sig_ids)) for key in zip(t.ctor, t.fields)]
+    t.sigs = list(sig_ids)
     return t
