@@ -20,7 +20,7 @@ import numpy as np
 from .backends import Backend
 from .egraph.language import LEAF, SCALAR, decode
 from .egraph.tables import Tables
-from .errors import LowerError
+from .errors import IllegalGraphError, LowerError
 from .graph import Graph
 from .validate import Meta, infer
 
@@ -124,6 +124,29 @@ def infer_metas(t: Tables, graph: Graph, decoded: Decoded) -> ClassMetas:
     metas = ClassMetas(None if i < 0 else table[i] for i in ids.tolist())
     metas.ids, metas.table = ids, table
     return metas
+
+
+def check_consistent(t: Tables, metas: ClassMetas, chosen: dict[int, int], decoded: Decoded) -> None:
+    """Every chosen e-node infers its class's shape and dtype from its children's: what
+    validating the converted graph would check, once per distinct signature. A mismatch
+    means an unsound rule merged values of different shapes or dtypes."""
+    classes = np.fromiter(chosen.keys(), dtype=np.int64, count=len(chosen))
+    enodes = np.fromiter(chosen.values(), dtype=np.int64, count=len(chosen))
+    kid = _child_metas(t, metas.ids)[enodes]
+    rows, _ = _keys(t.sig_array[enodes], metas.ids[classes], kid)
+    for row in rows.tolist():
+        ctor, fields = t.sigs[row[0]]
+        if ctor in (LEAF, SCALAR):
+            continue
+        op, attrs, _ = decoded(ctor, fields)
+        want = metas.table[row[1]]
+        try:
+            got = infer(op, attrs, [metas.table[i] for i in row[2:] if i != -2])
+        except ValueError as e:
+            got, why = None, str(e)
+        if got != want:
+            detail = why if got is None else f"gives {got}"
+            raise IllegalGraphError(f"an unsound rewrite: {op} {attrs} {detail}, but its e-class is {want}")
 
 
 @dataclass

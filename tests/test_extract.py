@@ -64,3 +64,18 @@ def test_unknown_extractor() -> None:
     graph = el.load_graph(el.__path__[0] + "/examples/mlp_step.json")
     with pytest.raises(el.LowerError, match="unknown extractor"):
         el.lower(graph, "metal", extractor="fastest")
+
+
+def test_an_unsound_rule_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule that merges values of different dtypes must fail the lowering loudly."""
+    from egraph_lower import rules
+    from egraph_lower.build import GraphBuilder
+    from egraph_lower.rules.dsl import rule
+
+    bad = rule("sigmoid-bwd-wrong", "not an identity", "(Backward.Sigmoid x dy)", "(> x dy)", group="backward")
+    monkeypatch.setattr(rules, "select", lambda missing=None: (bad,))
+    b = GraphBuilder("bad")
+    x, dy = b.input("x", [4]), b.input("dy", [4])
+    graph = b.build([b.act_backward("Sigmoid", x, dy)])
+    with pytest.raises(el.IllegalGraphError, match="unsound"):
+        el.lower(graph, "metal")
