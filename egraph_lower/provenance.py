@@ -43,6 +43,7 @@ class Matcher:
     def __init__(self, t: Tables, rules: Sequence[Rule]) -> None:
         self.t = t
         self.nodes = t.nodes_by_class()
+        self._seen: dict[tuple[Any, ...], str | None] = {}
         # (lhs head, rhs head) -> rules
         self.rules: dict[tuple[tuple[str, str], tuple[str, str]], list[Rule]] = {}
         for r in rules:
@@ -95,22 +96,59 @@ class Matcher:
         return False
 
     def rule_of(self, cls: int, chosen: int) -> str | None:
-        """The rule whose right-hand side is the chosen e-node of `cls`, or None."""
+        """The rule whose right-hand side is the chosen e-node of `cls`, or None.
+
+        Only a rule whose left-hand side's head is some member's head and whose
+        right-hand side's head is the chosen e-node's can have made it; where exactly
+        one rule fits that (and the heads one level down), no matching is needed."""
         t = self.t
         members = self.nodes[cls]
         if len(members) < 2:
             return None
+        # Graphs repeat themselves: the answer is remembered per local shape (the signatures
+        # of the class's e-nodes and of its chosen e-node's child classes).
+        sig = t.sig
+        key = (sig[chosen], tuple(sorted(sig[m] for m in members)),
+               *(tuple(sorted(sig[n] for n in self.nodes[k])) for k in t.children[chosen]))
+        if key not in self._seen:
+            self._seen[key] = self._find(members, chosen)
+        return self._seen[key]
+
+    def _find(self, members: Sequence[int], chosen: int) -> str | None:
+        t = self.t
         want = _head(t.ctor[chosen], t.fields[chosen])
+        found: list[tuple[Rule, int]] = []
         for m in members:
-            if m == chosen or t.ctor[m] == REF:
-                continue
-            for r in self.rules.get((_head(t.ctor[m], t.fields[m]), want), ()):
-                rhs = r.rhs
-                assert isinstance(rhs, App) and isinstance(r.lhs, App)
-                for b in self._match_node(r.lhs, m, {}):
-                    b1 = _params_fit(rhs.params, t.fields[chosen], b)
-                    if b1 is not None and all(
-                        self._shallow(s, k, b1, 2) for s, k in zip(rhs.args, t.children[chosen])
-                    ):
-                        return r.name
+            if m != chosen and t.ctor[m] != REF:
+                found += [(r, m) for r in self.rules.get((_head(t.ctor[m], t.fields[m]), want), ())]
+        if len(found) > 1:  # tell them apart by the heads one level down
+            found = [(r, m) for r, m in found if self._heads_fit(r.rhs, chosen)]
+        if len(found) == 1:
+            return found[0][0].name
+        for r, m in found:
+            if self._fits(r, m, chosen):
+                return r.name
         return None
+
+    def _heads_fit(self, rhs: Term, chosen: int) -> bool:
+        assert isinstance(rhs, App)
+        t = self.t
+        for sub, kid in zip(rhs.args, t.children[chosen]):
+            if isinstance(sub, App):
+                want = _head(sub.ctor, sub.params)
+                if not any(_head(t.ctor[n], t.fields[n]) == want for n in self.nodes[kid]):
+                    return False
+            elif isinstance(sub, Lit) and not self._has_scalar(kid, sub.value):
+                return False
+        return True
+
+    def _fits(self, r: Rule, m: int, chosen: int) -> bool:
+        """Whether rule `r`, matched at e-node `m`, makes e-node `chosen`."""
+        t = self.t
+        lhs, rhs = r.lhs, r.rhs
+        assert isinstance(rhs, App) and isinstance(lhs, App)
+        for b in self._match_node(lhs, m, {}):
+            b1 = _params_fit(rhs.params, t.fields[chosen], b)
+            if b1 is not None and all(self._shallow(s, k, b1, 2) for s, k in zip(rhs.args, t.children[chosen])):
+                return True
+        return False
