@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from egraph_lower import ops
 from egraph_lower.dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES
 from egraph_lower.errors import GraphError, LowerError
-from egraph_lower.graph import Graph, load_graph
+from egraph_lower.graph import FORMAT, VERSION, Graph, Node, gc_paused, load_graph, new_node
 
 SPEC_EXAMPLE = """{
   "format": "egraph-lower/graph",
@@ -301,3 +302,106 @@ def test_generated_graphs_round_trip(d: dict[str, Any]) -> None:
         assert n.attrs == raw.get("attrs", {})
         assert n.inputs == tuple(raw["inputs"]) and n.shape == tuple(raw["shape"]) and n.name == raw.get("name")
     assert again.outputs == d["outputs"] and again.name == d.get("name")
+
+
+# ---- writing: the cached string building writes what json.dumps writes -----------------------------
+
+
+def reference_to_json(g: Graph) -> str:
+    """Graph.to_json as first written: json.dumps of every node's dict."""
+    head: dict[str, Any] = {"format": FORMAT, "version": VERSION}
+    if g.name is not None:
+        head["name"] = g.name
+    lines = ["{"]
+    lines += [f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()]
+    lines.append('  "nodes": [')
+    lines.append(",\n".join(f"    {json.dumps(n.to_dict(), separators=(', ', ': '))}" for n in g.nodes))
+    lines.append("  ],")
+    lines.append(f'  "outputs": {json.dumps(list(g.outputs))}')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def written(f: Any, g: Graph) -> Any:
+    try:
+        return f(g)
+    except Exception as e:
+        return type(e).__name__, str(e)
+
+
+SHAPE = (1, 2)
+# Values a valid graph never has, several equal in Python to one it has (True == 1 == 1.0, 0.0 == -0.0):
+# each node's line must still be json.dumps's, whatever the caches saw before it.
+ODD_NODES = [
+    Node(0, "Input", (), SHAPE, "f32", {"name": "x"}),
+    Node(True, "Input", (), SHAPE, "f32", {"name": "x"}),
+    Node(2, "Input", (), (True, 2), "f32", {"name": "x"}),
+    Node(3, "Input", (), (1.0, 2), "f32", {"name": "x"}),
+    Node(4, "Input", (), [1, 2], "f32", {"name": "x"}),
+    Node(5, "Input", (), (1, 2), "f32", {"name": "x"}, "caf\u00e9 \"q\"\n"),
+    Node(6, "Binary", [0, 1], SHAPE, "f32", {"op": "Add"}, ""),
+    Node(7, "Binary", (0, True), SHAPE, "f32", {"op": "Add"}),
+    Node(8, "Binary", (0, 1.0), SHAPE, "f32", {"op": "Add"}),
+    Node(9, "B\u00efnary", (0, 1), SHAPE, "\u00e9", {"op": "\u00c4dd"}),
+    *[Node(10 + i, "Reduce", (0,), (2,), "f32", attrs) for i, attrs in enumerate([
+        {"op": "Sum", "axes": [0], "keep_dim": True}, {"op": "Sum", "axes": [0], "keep_dim": 1},
+        {"op": "Sum", "axes": [0], "keep_dim": 1.0}, {"op": "Sum", "axes": [True], "keep_dim": True},
+        {"op": "Sum", "axes": [0.0]}, {"op": "Sum", "axes": [0]}, {"op": "Sum", "axes": []},
+        {"eps": 0.0}, {"eps": -0.0}, {"eps": 1e-5}, {"eps": 0}, {"eps": False},
+        {1: "a"}, {True: "a"}, {"1": "a"}, {"kind": "Gelu"}, {"kind": "Gelu", "wrt": "output"}, {"kind": None},
+        {"value": [[1, 2.5], [True, -0.0]]}, {"value": 1e300}, {"name": "\u4e2d\ud83d\ude00"},
+    ])],
+    Node(40, "Where", (0, 1, 2), SHAPE, "f32", None),
+    Node(41, "Where", (0, 1, 2), SHAPE, "f32", []),
+    Node(42, "Where", (0, 1, 2), SHAPE, "f32", {}),
+    Node(43, "Where", (0, 1, 2), SHAPE, "f32", {"a": {"b": [1, {"c": True}]}}),
+    Node(2**70, "Where", (0, 2**70), (2**62, 0), "f32"),
+    Node(44, "Where", (0, 1, 2), ([1], 2), "f32"),
+    Node(45, "Where", (0, [1], 2), ((1,), 2), "f32"),
+]
+
+
+def test_to_json_writes_what_json_dumps_writes() -> None:
+    for nodes in (ODD_NODES, ODD_NODES[::-1], ODD_NODES[1::2], []):
+        for name in (None, "n", "\u00e9:"):
+            g = Graph(list(nodes), [0, True], name)
+            assert written(Graph.to_json, g) == written(reference_to_json, g)
+    for bad in (Node(np.int64(3), "Input", (), SHAPE, "f32"), Node(3, "Input", (), (np.int64(1), 2), "f32"),
+                Node(3, "Input", (), SHAPE, "f32", {"v": np.float32(1)})):
+        g = Graph([*ODD_NODES[:3], bad], [0])
+        assert written(Graph.to_json, g)[0] == "TypeError"
+        assert written(Graph.to_json, g) == written(reference_to_json, g)
+
+
+@settings(max_examples=100, deadline=None)
+@given(graphs())
+def test_to_json_of_generated_graphs(d: dict[str, Any]) -> None:
+    g = Graph.from_dict(d)
+    assert g.to_json() == reference_to_json(g)
+
+
+def test_new_node_is_node() -> None:
+    args = (3, "Binary", (1, 2), (4, 8), "f32", {"op": "Add"}, "n")
+    n = new_node(*args)
+    assert type(n) is Node and n == Node(*args) and repr(n) == repr(Node(*args)) and hash(n.shape) == hash((4, 8))
+    assert [getattr(n, f) for f in Node.__slots__] == list(args)
+
+
+def test_gc_paused_restores_the_collector() -> None:
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(KeyError), gc_paused():
+        raise KeyError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
