@@ -19,7 +19,7 @@ import numpy as np
 from . import ops
 from .dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES
 from .errors import GraphError
-from .graph import FORMAT, VERSION, Graph, Node
+from .graph import FORMAT, VERSION, Graph, Node, gc_paused, new_node
 
 Meta = tuple[tuple[int, ...], str | None]
 MAX_ELEMENTS = 1 << 62  # a bound on every dimension and element count: int64 arithmetic stays safe
@@ -391,6 +391,66 @@ def _rounds_finite(v: int | float, dtype: str) -> bool:
 
 def validate(doc: Any) -> Graph:
     """The Graph of a parsed document, after every check of the format (GraphError otherwise)."""
+    return validate_counting_keys(doc)[0]
+
+
+def validate_counting_keys(doc: Any) -> tuple[Graph, int]:
+    """`validate(doc)`, and how many keys the document's objects have, counting the top level, the
+    nodes and their attrs (no object twice, maybe not all: a lower bound of the true count)."""
+    with gc_paused():
+        _check_top(doc)
+        raw_nodes, outputs = doc["nodes"], doc["outputs"]
+        chk = _Checker(lambda: {r["id"] for r in raw_nodes if isinstance(r, dict) and _is_int(r.get("id"))})
+        nodes = []
+        append, fast, no_attrs = nodes.append, chk.fast, _NO_ATTRS
+        count = len(doc)
+        for raw in raw_nodes:
+            # The fast path takes the common well-formed node; anything else, valid or not, is
+            # decided by `_node`, the one place every error is worded.
+            if type(raw) is dict:
+                has_attrs, has_name, n_keys = "attrs" in raw, "name" in raw, len(raw)
+                attrs = raw["attrs"] if has_attrs else no_attrs
+                count += n_keys + (len(attrs) if type(attrs) is dict else 0)
+                if n_keys == 5 + has_attrs + has_name:
+                    try:  # all five, so no unknown key: there is no room for one
+                        nid, op, inputs, shape, dtype = raw["id"], raw["op"], raw["inputs"], raw["shape"], raw["dtype"]
+                    except KeyError:
+                        pass
+                    else:
+                        name = raw["name"] if has_name else None
+                        if (type(inputs) is list and type(shape) is list and (not has_name or type(name) is str)
+                                and (shape_t := fast(nid, op, inputs, shape, dtype, attrs)) is not None):
+                            append(new_node(nid, op, tuple(inputs), shape_t, dtype, dict(attrs), name))
+                            continue
+            append(_node(raw, len(nodes), chk.ids, chk.metas, chk.feeds))
+        _check_outputs(outputs, chk.metas)
+        return Graph(nodes, list(outputs), doc.get("name")), count
+
+
+def validate_graph(graph: Graph) -> None:
+    """The checks of `validate(graph.to_dict())`, run on the Node objects without the round trip:
+    raises the same GraphError for the same fault."""
+    with gc_paused():
+        nodes = graph.nodes
+        top: dict[str, Any] = {"format": FORMAT, "version": VERSION}
+        if graph.name is not None:
+            top["name"] = graph.name
+        top.update(nodes=[], outputs=list(graph.outputs))
+        _check_top(top)
+        chk = _Checker(lambda: {n.id for n in nodes if _is_int(n.id)})
+        fast = chk.fast
+        for index, n in enumerate(nodes):
+            inputs, shape, attrs, name = n.inputs, n.shape, n.attrs, n.name
+            if ((type(inputs) is tuple or type(inputs) is list) and (type(shape) is tuple or type(shape) is list)
+                    and type(attrs) is dict and (name is None or type(name) is str)
+                    and fast(n.id, n.op, inputs, shape, n.dtype, attrs) is not None):
+                continue
+            _node(n.to_dict(), index, chk.ids, chk.metas, chk.feeds)  # the document's node, as written
+        _check_outputs(top["outputs"], chk.metas)
+
+
+def _check_top(doc: Any) -> None:
+    """The document object and its top-level keys (not the nodes, nor the outputs' ids)."""
     if not isinstance(doc, dict):
         raise GraphError(f"a graph document must be a JSON object, got {type(doc).__name__}")
     for key in doc:
@@ -405,23 +465,147 @@ def validate(doc: Any) -> Graph:
         raise GraphError(f"version is {_r(doc['version'])}; this reader knows version {VERSION}")
     if "name" in doc and not isinstance(doc["name"], str):
         raise GraphError(f"the graph's name must be a string, got {_r(doc['name'])}")
-    raw_nodes, outputs = doc["nodes"], doc["outputs"]
-    if not isinstance(raw_nodes, list):
+    if not isinstance(doc["nodes"], list):
         raise GraphError("'nodes' must be a list of node objects")
-    if not isinstance(outputs, list):
+    if not isinstance(doc["outputs"], list):
         raise GraphError("'outputs' must be a list of node ids")
-    ids = {r["id"] for r in raw_nodes if isinstance(r, dict) and _is_int(r.get("id"))}
-    metas: dict[int, Meta] = {}
-    feeds: dict[str, tuple[int, Meta]] = {}
-    nodes = [_node(raw, i, ids, metas, feeds) for i, raw in enumerate(raw_nodes)]
+
+
+def _check_outputs(outputs: list[Any], metas: dict[int, Meta]) -> None:
     for i, out in enumerate(outputs):
         if not _is_int(out) or out not in metas:
             raise GraphError(f"outputs[{i}] is {_r(out)}, not the id of a node")
-    return Graph(nodes, list(outputs), doc.get("name"))
 
 
-def _node(raw: Any, index: int, ids: set[int], metas: dict[int, Meta],
+_NO_ATTRS: dict[str, Any] = {}
+_INT = frozenset({int})
+_ARITY = {name: spec.arity for name, spec in ops.OPS.items()}
+
+
+def _attrs_key(attrs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """A hashable key equal only for attributes every check treats alike, or None (no key: check).
+
+    Equal keys need equal types as well as equal values: 1, 1.0 and true are equal in Python but
+    not to the checks. Strings, numbers, bools and lists of ints have keys; nothing else does."""
+    key: list[Any] = []
+    for k, v in attrs.items():
+        t = type(v)
+        if t is str:
+            key.append((k, v))
+        elif t is int or t is bool or t is float:
+            key.append((k, t, v))
+        elif t is list and set(map(type, v)) <= _INT:
+            key.append((k, list, tuple(v)))
+        else:
+            return None
+    return tuple(key)
+
+
+class _Checker:
+    """The state of one validation: the nodes so far, and memos of the checks already passed.
+
+    A graph repeats a few shapes and (op, attributes, input metas) combinations many times, and
+    every check of a node's shape, attributes, inferred shape and dtype is a function of exactly
+    those (and its declared shape and dtype): each distinct combination is checked once."""
+
+    def __init__(self, all_ids: Callable[[], set[int]]) -> None:
+        self.metas: dict[int, Meta] = {}
+        self.feeds: dict[str, tuple[int, Meta]] = {}
+        self._all_ids = all_ids
+        self._ids: set[int] | None = None
+        self.fast = _fast_path(self.metas, self.feeds)
+
+    def ids(self) -> set[int]:
+        """The ids of every node of the document (only error messages need them)."""
+        if self._ids is None:
+            self._ids = self._all_ids()
+        return self._ids
+
+
+def _fast_path(metas: dict[int, Meta], feeds: dict[str, tuple[int, Meta]]) -> Callable[..., tuple[int, ...] | None]:
+    """The per-node check of a validation recording into metas and feeds (a closure: the hot loop
+    reads its memos as cell variables)."""
+    shapes: dict[tuple[int, ...], tuple[int, ...]] = {}  # the shapes check_shape passed, interned
+    passed: dict[tuple[Any, ...], Meta] = {}  # (op, attrs key, shape, dtype, input metas) -> meta
+    arity = _ARITY
+
+    def fast(nid: Any, op: Any, inputs: list[Any] | tuple[Any, ...], shape: list[Any] | tuple[Any, ...],
+             dtype: Any, attrs: Any) -> tuple[int, ...] | None:
+        """A node's shape (interned) when it passes every check of `_node`, recorded as `_node`
+        records it; None when this cannot tell quickly, with nothing recorded.
+
+        The caller has checked what differs between documents and Node objects: the node's keys,
+        the type of inputs and shape (a list or a tuple), and that name is None or a string."""
+        if (type(nid) is not int or nid < 0 or nid in metas or type(op) is not str or type(dtype) is not str
+                or type(attrs) is not dict):
+            return None
+        n = len(inputs)
+        if arity.get(op) != n:
+            return None
+        # Only ints (not bools, which equal 0 and 1) and ids defined before: no cycle, topological order.
+        try:
+            if n == 2:
+                a, b = inputs
+                if type(a) is not int or type(b) is not int:
+                    return None
+                ins: tuple[Meta, ...] = (metas[a], metas[b])
+            elif n == 1:
+                a, = inputs
+                if type(a) is not int:
+                    return None
+                ins = (metas[a],)
+            else:
+                for a in inputs:
+                    if type(a) is not int:
+                        return None
+                ins = tuple([metas[a] for a in inputs])
+        except KeyError:
+            return None
+        for d in shape:
+            if type(d) is not int:
+                return None
+        st = tuple(shape)
+        shape_t = shapes.get(st)
+        if shape_t is None:
+            try:
+                check_shape(list(shape))
+            except ValueError:
+                return None
+            shape_t = shapes[st] = st
+        if not attrs:
+            akey: tuple[Any, ...] | None = ()
+        elif len(akey := tuple(attrs.items())) != 1 or type(akey[0][1]) is not str:  # else: as _attrs_key
+            if (akey := _attrs_key(attrs)) is None:
+                return None
+        key = (op, akey, shape_t, dtype, ins)
+        meta = passed.get(key)
+        if meta is None:
+            if dtype not in DTYPES:
+                return None
+            meta = (shape_t, dtype)
+            try:
+                check_attrs(op, attrs)
+                if op == "Constant":
+                    _constant(attrs["value"], shape_t, dtype)
+                elif op not in ops.LEAF_OPS and infer(op, attrs, list(ins)) != meta:
+                    return None
+            except Exception:  # ValueError, or anything else: `_node` raises it as it always did
+                return None
+            passed[key] = meta
+        if op == "Input" or op == "Param":
+            try:
+                _feed(attrs["name"], nid, meta, feeds)
+            except ValueError:
+                return None
+        metas[nid] = meta
+        return shape_t
+
+    return fast
+
+
+def _node(raw: Any, index: int, ids: Callable[[], set[int]], metas: dict[int, Meta],
           feeds: dict[str, tuple[int, Meta]]) -> Node:
+    """One node of a document after every check (GraphError otherwise), recorded in metas and feeds."""
     if not isinstance(raw, dict):
         raise GraphError(f"nodes[{index}] must be an object, got {type(raw).__name__}")
     if "id" not in raw:
@@ -455,7 +639,7 @@ def _node(raw: Any, index: int, ids: set[int], metas: dict[int, Meta],
         if i == nid:
             raise fail(f"input {i} is the node itself (a cycle)")
         if i not in metas:
-            if i in ids:
+            if i in ids():
                 raise fail(f"input {i} is not defined before it (nodes must be in topological order)")
             raise fail(f"input {i} is not the id of any node")
     dtype = raw["dtype"]

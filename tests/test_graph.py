@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from egraph_lower import ops
 from egraph_lower.dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES
 from egraph_lower.errors import GraphError, LowerError
-from egraph_lower.graph import FORMAT, VERSION, Graph, Node, gc_paused, load_graph, new_node
+from egraph_lower.graph import FORMAT, VERSION, Graph, Node, gc_paused, load_graph, new_node, parse_json
 
 SPEC_EXAMPLE = """{
   "format": "egraph-lower/graph",
@@ -405,3 +406,71 @@ def test_gc_paused_restores_the_collector() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# ---- reading: the shortcut of from_json decides as parse_json and validate do ----------------------
+
+
+def checked(text: str) -> Any:
+    """Graph.from_json as first written: every object checked for duplicate keys as it is parsed."""
+    try:
+        g = Graph.from_dict(parse_json(text))
+    except Exception as e:
+        return type(e).__name__, str(e)
+    return g.nodes, g.outputs, g.name
+
+
+def read(text: str) -> Any:
+    want = checked(text)
+    try:
+        g = Graph.from_json(text)
+    except Exception as e:
+        assert (type(e).__name__, str(e)) == want
+    else:
+        assert (g.nodes, g.outputs, g.name) == want
+    return want
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ('"version": 1,', '"version": 1, "version": 1,', "duplicate key 'version'"),
+    ('"name": "gelu_backward"', '"name": "a:b", "version": 1', "duplicate key 'version'"),
+    ('"name": "gelu_backward"', '"name": "a\\u003ab", "version": 1', "duplicate key 'version'"),  # an escaped ':'
+    ('"name": "gelu_backward"', '"name": "a\\u003ab"', None),
+    ('"name": "gelu_backward"', '"name": "a:b"', None),
+    ('"name": "gelu_backward"', '"name": "a:\\"b:"', None),
+    ('{"name": "x"}', '{"name": "x", "name": "x"}', "duplicate key 'name'"),
+    ('{"name": "x"}', '{"name": "x:y"}', None),
+    ('"dtype": "f32"}', '"dtype": "f32", "dtype": "f32"}', "duplicate key 'dtype'"),
+    ('"dtype": "f32"}', '"dtype": "f32", "name": "::"}', None),
+    ('"dtype": "f32"}', '"dtype": "f32", "dtype": "f16"}', "duplicate key 'dtype'"),
+    ('"dtype": "f32"}', '"dtype": "f32", "dtype": "f32", "name": 7}', "duplicate key 'dtype'"),
+    ('"dtype": "f32"}', '"dtype": "f32", "name": 7}', "name must be a string"),
+    ('{"kind": "Gelu"}', '{"kind": "Gelu", "eps": NaN}', "non-finite"),
+    ('{"kind": "Gelu"}', '{"kind": "Gelu", "kind": "Gelu", "eps": NaN}', "non-finite"),  # read before the '}'
+    ('{"kind": "Gelu"}', '{"kind": "Gelu", "kind": "Gelu"} ]', "duplicate key 'kind'"),
+    ('"outputs": [2]', '"outputs": [2], "outputs": [2]', "duplicate key 'outputs'"),
+    ('"outputs": [2]', '"outputs": [2], "extra": {"a": 1, "a": 2}', "duplicate key 'a'"),
+    ('"outputs": [2]', '"outputs": [2], "extra": {"a": 1}', "unknown top-level key"),
+    ('"outputs": [2]', '"outputs": [2]} [', "malformed JSON"),
+])
+def test_from_json_finds_every_duplicate_key(old: str, new: str, words: str | None) -> None:
+    text = SPEC_EXAMPLE.replace(old, new, 1)
+    assert text != SPEC_EXAMPLE
+    want = read(text)
+    if words is None:
+        assert isinstance(want[0], list), want
+    else:
+        assert want[0] in ("GraphError", "LowerError") and words in want[1], want
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs(), st.data())
+def test_from_json_is_parse_json_then_validate(d: dict[str, Any], data: st.DataObject) -> None:
+    text = Graph.from_dict(d).to_json()
+    keys = [m.start() for m in re.finditer(r'"[a-z_]+": ', text)]
+    for _ in range(data.draw(st.integers(0, 2))):  # a repeated key, a colon in a string, or both
+        at = data.draw(st.sampled_from(keys))
+        key = text[at:text.index(":", at) + 1]
+        extra = data.draw(st.sampled_from([f"{key} 0, ", f"{key} \"a:b\", ", '"name": "::", ', '"c\\u003a": 1, ']))
+        text = text[:at] + extra + text[at:]
+    read(text)

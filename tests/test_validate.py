@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from egraph_lower import ops
 from egraph_lower import validate as v
 from egraph_lower.errors import GraphError
-from egraph_lower.graph import Graph
-from egraph_lower.validate import broadcast_shapes, check_attrs, infer, validate
+from egraph_lower.graph import Graph, Node
+from egraph_lower.validate import broadcast_shapes, check_attrs, infer, validate, validate_graph
 
 # ---- building documents ---------------------------------------------------------------------------
 
@@ -533,3 +533,195 @@ def test_mutated_documents_never_crash(data: st.DataObject) -> None:
 @given(json_values)
 def test_random_json_never_crashes(d: Any) -> None:
     _never_crashes(d)
+
+
+# ---- the fast path and its memos: they decide nothing the node-by-node checks would not ------------
+
+
+def reference(d: Any) -> Graph:
+    """`validate` without its fast path: every node through `_node`, where every error is worded."""
+    v._check_top(d)
+    chk = v._Checker(lambda: {r["id"] for r in d["nodes"] if isinstance(r, dict) and v._is_int(r.get("id"))})
+    nodes = [v._node(raw, i, chk.ids, chk.metas, chk.feeds) for i, raw in enumerate(d["nodes"])]
+    v._check_outputs(d["outputs"], chk.metas)
+    return Graph(nodes, list(d["outputs"]), d.get("name"))
+
+
+def outcome(f: Any, *args: Any) -> Any:
+    """What a call gives: the graph's nodes, outputs and name, or the error's type and words."""
+    try:
+        g = f(*args)
+    except Exception as e:
+        return type(e).__name__, str(e)
+    return (g.nodes, g.outputs, g.name) if isinstance(g, Graph) else g
+
+
+def same_as_reference(d: Any) -> Any:
+    want = outcome(reference, copy.deepcopy(d))
+    assert outcome(validate, d) == want
+    return want
+
+
+X, Y = inp(0, [4, 8]), inp(1, [4, 8], name="y")
+V8 = inp(2, [8], name="v")
+BIN = {"op": "Add"}
+# Each document has a valid node, then one the memo of the first must not pass: the same op and
+# attributes with other inputs, or equal values of other types (1, 1.0 and true are equal in Python).
+MEMO_CASES = [
+    (doc(X, Y, V8, node(3, "Binary", [0, 1], [4, 8], F, BIN), node(4, "Binary", [0, 2], [4, 8], F, BIN)),
+     None),
+    (doc(X, Y, inp(2, [3, 8], name="z"), node(3, "Binary", [0, 1], [4, 8], F, BIN),
+         node(4, "Binary", [0, 2], [4, 8], F, BIN)), "do not broadcast"),
+    (doc(X, node(1, "Reduce", [0], [1, 8], F, {"op": "Sum", "axes": [0], "keep_dim": True}),
+         node(2, "Reduce", [0], [1, 8], F, {"op": "Sum", "axes": [0], "keep_dim": 1})), "keep_dim"),
+    (doc(X, node(1, "Reduce", [0], [8], F, {"op": "Sum", "axes": [0]}),
+         node(2, "Reduce", [0], [8], F, {"op": "Sum", "axes": [False]})), "axes"),
+    (doc(X, node(1, "Reduce", [0], [8], F, {"op": "Sum", "axes": [0]}),
+         node(2, "Reduce", [0], [8], F, {"op": "Sum", "axes": [0.0]})), "axes"),
+    (doc(X, node(1, "Reduce", [0], [1, 8], F, {"op": "Sum", "axes": [0], "keep_dim": True}),
+         node(2, "Reduce", [0], [True, 8], F, {"op": "Sum", "axes": [0], "keep_dim": True})), "shape"),
+    (doc(X, node(1, "Reduce", [0], [1, 8], F, {"op": "Sum", "axes": [0], "keep_dim": True}),
+         node(2, "Reduce", [0], [1.0, 8], F, {"op": "Sum", "axes": [0], "keep_dim": True})), "shape"),
+    (doc(X, node(1, "Expand", [0], [2, 4, 8], F, {"shape": [2, 4, 8]}),
+         node(2, "Expand", [0], [2, 4, 8], F, {"shape": [2, 4.0, 8]})), "shape"),
+    (doc(X, node(1, "Transpose", [0], [8, 4], F, {"perm": [1, 0]}),
+         node(2, "Transpose", [0], [8, 4], F, {"perm": [1, False]})), "perm"),
+    (doc(X, V8, node(3, "BatchNormInferenceBackwardGamma", [0, 2, 2, 0], [8], F, {"eps": 1}),
+         node(4, "BatchNormInferenceBackwardGamma", [0, 2, 2, 0], [8], F, {"eps": True})), "eps"),
+    (doc(node(0, "Constant", (), [2], F, {"value": 1}), node(1, "Constant", (), [2], F, {"value": True})),
+     "not a number"),
+    (doc(node(0, "Constant", (), [2], "bool", {"value": True}), node(1, "Constant", (), [2], "bool", {"value": 1})),
+     "not a bool"),
+    (doc(node(0, "Constant", (), [2], "i32", {"value": 7}), node(1, "Constant", (), [2], "i32", {"value": 7.5})),
+     "not an integer"),
+    (doc(X, node(1, "Cast", [0], [4, 8], "f16", {"to": "f16"}), node(2, "Cast", [0], [4, 8], F, {"to": "f16"})),
+     "declared dtype"),
+    (doc(X, Y, node(2, "Binary", [0, 1], [4, 8], F, BIN), node(3, "Binary", [True, 1], [4, 8], F, BIN)),
+     "'inputs' must be a list"),
+    (doc(X, Y, node(2, "Binary", [0, 1], [4, 8], F, BIN), node(3, "Binary", [0, 1.0], [4, 8], F, BIN)),
+     "'inputs' must be a list"),
+    (doc(X, Y, node(2, "Binary", [0, 1], [4, 8], F, BIN), node(3, "Binary", [0, 3], [4, 8], F, BIN)),
+     "the node itself"),
+    (doc(X, Y, node(2, "Binary", [0, 1], [4, 8], F, BIN), node(2, "Binary", [0, 1], [4, 8], F, BIN)),
+     "duplicate id 2"),
+    (doc(X, Y, node(2, "Binary", [0, 1], [4, 8], F, BIN), node(3, "Binary", [0, 1], [4, 8], F, BIN, name=None)),
+     "name must be a string"),
+    (doc(X, inp(1, [4, 8], name="x0")), None),
+    (doc(X, inp(1, [8, 4], name="x0")), "also fed to node 0"),
+    (doc(X, node(1, "Param", (), [4, 8], F, {"name": "x0"}), node(2, "Param", (), [4, 8], "f16", {"name": "x0"})),
+     "also fed to node 0"),
+    (doc(X, Y, node(2, "ActivationBackward", [0, 1], [4, 8], F, {"kind": "Sigmoid", "wrt": "output"}),
+         node(3, "ActivationBackward", [0, 1], [4, 8], F, {"kind": "Gelu", "wrt": "output"})), "not defined"),
+    (doc(X, Y, node(2, "Binary", [0, 1], [4, 8], F, BIN), node(3, "Binary", [0, 1], [4, 8], F, BIN, extra=1)),
+     "unknown key 'extra'"),
+    (doc(X, Y, node(2, "Binary", [0, 1], [4, 8], F, BIN),
+         {k: x for k, x in node(3, "Binary", [0, 1], [4, 8], F, BIN).items() if k != "dtype"} | {"name": "n"}),
+     "missing key 'dtype'"),
+]
+
+
+@pytest.mark.parametrize("d, words", MEMO_CASES)
+def test_memos_pass_only_what_the_checks_pass(d: Any, words: str | None) -> None:
+    want = same_as_reference(d)
+    if words is None:
+        assert isinstance(want[0], list)
+    else:
+        assert want[0] == "GraphError" and words in want[1], want
+
+
+def _doubled(d: dict[str, Any]) -> dict[str, Any]:
+    """The document with a second copy of every node after it (ids + 100, the same inputs): each
+    node's checks are memoised on its first copy, then met again."""
+    d = copy.deepcopy(d)
+    copies = [{**copy.deepcopy(n), "id": n["id"] + 100} for n in d["nodes"] if n["op"] not in ("Input", "Param")]
+    return {**d, "nodes": d["nodes"] + copies}
+
+
+def _mutate(d: dict[str, Any], data: st.DataObject) -> None:
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(_paths(d)[1:]))
+        parent = d
+        for k in path[:-1]:
+            parent = parent[k]
+        if data.draw(st.booleans()) and isinstance(parent, dict):
+            del parent[path[-1]]
+        else:
+            old = parent[path[-1]]
+            confusable = [True, False, 1, 0, 1.0, 0.0, -0.0, None, [], [1], [True]]
+            if isinstance(old, (int, float)):
+                confusable += [old + 1, float(old), -old]
+            parent[path[-1]] = data.draw(st.sampled_from(confusable) | json_values)
+
+
+def test_doubled_documents_are_valid() -> None:
+    d = _doubled(ALL_OPS)
+    assert isinstance(same_as_reference(d)[0], list)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_validate_is_the_node_by_node_checks(data: st.DataObject) -> None:
+    d = _doubled(ALL_OPS)
+    _mutate(d, data)
+    same_as_reference(d)
+
+
+# ---- validate_graph: validate's checks on a Graph's nodes ------------------------------------------
+
+
+def graph_of(d: dict[str, Any], tuples: bool) -> Graph:
+    """A Graph built in code from a document's values, unchecked (inputs and shapes as tuples or lists)."""
+    seq = tuple if tuples else list
+    nodes = [Node(r.get("id"), r.get("op"), seq(r["inputs"]) if isinstance(r.get("inputs"), list) else r.get("inputs"),
+                  seq(r["shape"]) if isinstance(r.get("shape"), list) else r.get("shape"), r.get("dtype"),
+                  r.get("attrs", {}), r.get("name")) for r in d["nodes"]]
+    return Graph(nodes, d["outputs"], d.get("name"))
+
+
+def validate_graph_agrees(g: Graph) -> Any:
+    try:
+        d = g.to_dict()
+    except Exception:
+        return None  # not a graph the format can write (validate_graph makes no promise on it)
+    want = outcome(lambda: validate(d) and None)
+    assert outcome(validate_graph, g) == want
+    return want
+
+
+def test_validate_graph_on_valid_graphs() -> None:
+    for d in (ALL_OPS, _doubled(ALL_OPS), GOOD, doc()):
+        assert validate_graph(validate(d)) is None
+        assert validate_graph_agrees(graph_of(d, True)) is None
+        assert validate_graph_agrees(graph_of(d, False)) is None
+
+
+@pytest.mark.parametrize("d", [case[0] for case in (*MEMO_CASES, *NODE_CASES, *DOC_CASES[12:16])])
+def test_validate_graph_on_invalid_graphs(d: Any) -> None:
+    if all(isinstance(r, dict) for r in d["nodes"]):
+        for tuples in (True, False):
+            validate_graph_agrees(graph_of(d, tuples))
+
+
+def test_validate_graph_raises_validates_errors() -> None:
+    g = validate(GOOD)
+    bad_nodes = [Node(9, "Binary", (0, 1), (4, 8), "f16", {"op": "Add"}), Node(9, "Binary", (0, True), (4, 8), F, {}),
+                 Node(9, "Binary", (0, 1), [4, 8.0], F, {"op": "Add"}), Node(9, "Binary", (0, 1), (4, 8), F, None),
+                 Node(9, "Binary", (0, 1), (4, 8), F, {"op": "Add"}, 7), Node(9, "Binary", (1, 0, 1), (4, 8), F, BIN),
+                 Node(9, "Binary", (0, 9), (4, 8), F, BIN), Node(9, "Binary", (0, 12), (4, 8), F, BIN)]
+    for n in bad_nodes:
+        bad_graph = Graph([*g.nodes[:2], n], [9])
+        want = validate_graph_agrees(bad_graph)
+        if n.attrs is not None:
+            assert want[0] == "GraphError" and want[1].startswith("node 9 (Binary): "), want
+    for outputs, name in (([9, 3], None), ([True], None), ([9], 5)):
+        want = validate_graph_agrees(Graph(g.nodes, outputs, name))
+        assert want[0] == "GraphError", want
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_validate_graph_is_validate_of_to_dict(data: st.DataObject) -> None:
+    d = _doubled(ALL_OPS)
+    _mutate(d, data)
+    if isinstance(d.get("nodes"), list) and all(isinstance(r, dict) for r in d["nodes"]) and "outputs" in d:
+        validate_graph_agrees(graph_of(d, data.draw(st.booleans())))
