@@ -233,10 +233,11 @@ def greedy(t: Tables, costs: Costs, roots: Sequence[int]) -> Greedy:
     members = t.nodes_by_class()
     children = t.children
     node_cost = costs.all()
-    best: list[float] = [-1.0] * t.n_classes
     choice: list[int] = [-1] * t.n_classes
+    # value[c]: the settled tree cost of c; None while unseen or being settled, or without a legal form
+    value: list[float | None] = [None] * t.n_classes
     state = bytearray(t.n_classes)  # 0 unseen, 1 being settled, 2 settled
-    below: dict[int, list[int]] = {}  # class being settled -> its child classes still to visit
+    below: list[list[int] | None] = [None] * t.n_classes  # child classes still to visit
 
     def open_class(c: int) -> None:
         state[c] = 1
@@ -262,20 +263,31 @@ def greedy(t: Tables, costs: Costs, roots: Sequence[int]) -> Greedy:
                 stack.append(k)
                 continue
             stack.pop()
-            del below[c]
+            below[c] = None
             state[c] = 2
-            top, pick = -1.0, -1
+            top, pick = 0.0, -1
             for n in members[c]:
                 cost = node_cost[n]
                 if cost is None:
                     continue
-                ks = children[n] if len(children[n]) < 2 else set(children[n])
-                if any(state[k] != 2 or choice[k] < 0 for k in ks):
-                    continue  # a child with no legal form, or one being settled above (a cycle)
-                total = cost + sum(best[k] for k in ks)
+                ks = children[n]
+                if len(ks) == 1:
+                    v = value[ks[0]]
+                    if v is None:
+                        continue  # no legal form below, or a cycle back to a class being settled
+                    total = cost + v
+                elif ks:
+                    vs = [value[k] for k in set(ks)]
+                    if None in vs:
+                        continue
+                    total = cost + sum(vs)  # type: ignore[arg-type]
+                else:
+                    total = cost
                 if pick < 0 or total < top or (total == top and n < pick):
                     top, pick = total, n
-            best[c], choice[c] = top, pick
+            if pick >= 0:
+                value[c], choice[c] = top, pick
+    best = [-1.0 if v is None else v for v in value]
     return Greedy(node_cost, choice, best)
 
 

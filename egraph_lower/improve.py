@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from .egraph.tables import Tables
 from .extract import Extraction
 
@@ -179,7 +181,7 @@ def _touched(c: int, log: list[tuple[str, int, int]]) -> set[int]:
 
 
 def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int], best: Sequence[float],
-            ex: Extraction, roots: Sequence[int], passes: int = 3, work: float = 1.0) -> Extraction:
+            ex: Extraction, roots: Sequence[int], passes: int = 3, work: float = 0.5) -> Extraction:
     """Local search over the chosen DAG; returns an extraction of no greater DAG cost.
 
     A switch is tried only where it looks promising: the alternative's kernel plus what
@@ -215,8 +217,10 @@ def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int],
                     added[j] for j in set(t.children[greedy[c]]) if j not in s.choice)
         return added[k]
 
-    legal = {c: opts for c in s.choice
-             if len(opts := [n for n in nodes[c] if node_cost[n] is not None]) > 1}
+    runnable = np.fromiter((c is not None for c in node_cost), dtype=bool, count=len(node_cost))
+    runnable_per_class = np.bincount(t.eclass_array[runnable], minlength=t.n_classes)
+    legal = {c: [n for n in nodes[c] if node_cost[n] is not None]
+             for c in np.flatnonzero(runnable_per_class > 1).tolist() if c in s.choice}
     for _ in range(passes):
         improved = False
         for c in [c for c in s.choice if c in legal] if legal else ():
