@@ -95,7 +95,7 @@ def to_graph(
         n = ex.choice[c]
         node = origins.get(c)
         here = (node.name or f"n{node.id}") if node is not None else label.get(c, "?")
-        if matcher is not None and len(members[c]) > 1 and not own.get(c, False):
+        if matcher is not None and members.size(c) > 1 and not own.get(c, False):
             rule = matcher.rule_of(c, n)
             if rule:
                 here = f"{here}/{rule}"

@@ -239,12 +239,16 @@ def greedy(t: Tables, costs: Costs, roots: Sequence[int]) -> Greedy:
     state = bytearray(t.n_classes)  # 0 unseen, 1 being settled, 2 settled
     below: list[list[int] | None] = [None] * t.n_classes  # child classes still to visit
 
+    order, starts = members.order, members.starts
+
     def open_class(c: int) -> None:
         state[c] = 1
-        kids: set[int] = set()
-        for n in members[c]:
-            if node_cost[n] is not None:
-                kids.update(children[n])
+        a, b = starts[c], starts[c + 1]
+        if b - a == 1:
+            n = order[a]
+            kids = children[n] if node_cost[n] is not None else ()
+        else:
+            kids = {k for n in order[a:b] if node_cost[n] is not None for k in children[n]}  # type: ignore[assignment]
         below[c] = [k for k in kids if not state[k]]
 
     for root in roots:
@@ -266,7 +270,7 @@ def greedy(t: Tables, costs: Costs, roots: Sequence[int]) -> Greedy:
             below[c] = None
             state[c] = 2
             top, pick = 0.0, -1
-            for n in members[c]:
+            for n in order[starts[c]:starts[c + 1]]:
                 cost = node_cost[n]
                 if cost is None:
                     continue

@@ -21,6 +21,23 @@ _FIELDS = {LEAF: 1, SCALAR: 1, **{name: len(c.fields) for name, c in CTORS.items
 MAX_ARITY = max(c.arity for c in CTORS.values())
 
 
+class Members:
+    """E-nodes by class, as one list sorted by class: `members[c]` is a slice of it,
+    made when asked for, so a million mostly one-node classes cost no million lists."""
+
+    def __init__(self, order: list[int], starts: list[int]) -> None:
+        self.order, self.starts = order, starts
+
+    def __getitem__(self, c: int) -> list[int]:
+        return self.order[self.starts[c]:self.starts[c + 1]]
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    def size(self, c: int) -> int:
+        return self.starts[c + 1] - self.starts[c]
+
+
 @dataclass
 class Tables:
     ctor: list[str] = field(default_factory=list)
@@ -36,16 +53,15 @@ class Tables:
     def n_nodes(self) -> int:
         return len(self.ctor)
 
-    def nodes_by_class(self) -> list[list[int]]:
+    def nodes_by_class(self) -> Members:
         """The e-nodes of each class id (empty for ids no class has)."""
-        return self._nodes_by_class
+        return self._members
 
     @cached_property
-    def _nodes_by_class(self) -> list[list[int]]:
+    def _members(self) -> Members:
         order = np.argsort(self.eclass_array, kind="stable").tolist()
-        ends = np.cumsum(np.bincount(self.eclass_array, minlength=self.n_classes)).tolist()
-        starts = [0, *ends[:-1]]
-        return [order[a:b] for a, b in zip(starts, ends)]
+        starts = [0, *np.cumsum(np.bincount(self.eclass_array, minlength=self.n_classes)).tolist()]
+        return Members(order, starts)
 
     @cached_property
     def live_classes(self) -> int:
