@@ -18,7 +18,7 @@ from .dtypes import round_to
 from .egraph.language import LEAF, SCALAR, encode
 from .egraph.tables import Tables
 from .extract import Decoded, Extraction
-from .graph import Graph, Node
+from .graph import Graph, Node, new_node
 from .provenance import Matcher
 from .validate import Meta
 
@@ -65,7 +65,7 @@ def _origins(t: Tables, graph: Graph) -> dict[int, Node]:
     return out
 
 
-def _is_own(t: Tables, n: int, node: Node, graph: Graph) -> bool:
+def is_own(t: Tables, n: int, node: Node, graph: Graph) -> bool:
     """Whether e-node `n` is original `node` itself (same op, attributes and inputs)."""
     if node.op in ("Input", "Param", "Constant"):
         return t.ctor[n] == LEAF and t.fields[n][0] == node.id
@@ -85,7 +85,7 @@ def to_graph(
     roots = [t.ref[o] for o in graph.outputs]
     order = _post_order(ex.choice, t.children, roots)
     origins = _origins(t, graph)
-    own = {c: _is_own(t, ex.choice[c], node, graph) for c, node in origins.items() if c in ex.choice}
+    own = {c: is_own(t, ex.choice[c], node, graph) for c, node in origins.items() if c in ex.choice}
     members = t.nodes_by_class()
     # Provenance flows from the outputs down: a class with no original node of its own
     # belongs to the original node above it, and adds the rule that made it (only a
@@ -110,7 +110,7 @@ def to_graph(
 
     def add(op: str, inputs: Sequence[int], meta: Meta, attrs: dict[str, Any], name: str | None) -> int:
         nid = len(nodes)
-        nodes.append(Node(nid, op, tuple(inputs), tuple(meta[0]), meta[1], attrs, name))  # type: ignore[arg-type]
+        nodes.append(new_node(nid, op, tuple(inputs), tuple(meta[0]), meta[1], attrs, name))  # type: ignore[arg-type]
         return nid
 
     def scalar(value: float, dtype: str) -> int:

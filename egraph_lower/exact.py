@@ -16,7 +16,7 @@ import numpy as np
 
 from .egraph.tables import Tables
 from .errors import LowerError
-from .extract import Extraction, Greedy
+from .extract import Extraction, Greedy, walk
 from .improve import cyclic_classes
 
 MAX_VARIABLES = 200_000
@@ -91,14 +91,4 @@ def extract_exact(t: Tables, g: Greedy, roots: Sequence[int], seconds: float = 1
                constraints=LinearConstraint(a, lo, hi), options={"time_limit": seconds})
     if res.x is None:
         raise LowerError(f"the exact extractor found no solution: {res.message}")
-    chosen: dict[int, int] = {}
-    stack = list(roots)
-    while stack:
-        c = stack.pop()
-        if c in chosen:
-            continue
-        picks = [n for n in nodes[c] if n in xi and res.x[xi[n]] > 0.5]
-        chosen[c] = picks[0]
-        stack.extend(t.children[picks[0]])
-    per_class = {c: g.node_cost[n] for c, n in chosen.items()}
-    return Extraction(chosen, sum(per_class.values()), per_class)  # type: ignore[arg-type]
+    return walk(t, roots, lambda c: next(n for n in nodes[c] if n in xi and res.x[xi[n]] > 0.5), g.node_cost)

@@ -11,7 +11,7 @@ Works on `egraph.tables.Tables`, bottom-up and without recursion:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -295,21 +295,30 @@ def greedy(t: Tables, costs: Costs, roots: Sequence[int]) -> Greedy:
     return Greedy(node_cost, choice, best)
 
 
-def select(t: Tables, g: Greedy, roots: Iterable[int], backend: str,
-           describe: Sequence[tuple[int, str]] = ()) -> Extraction:
-    """The greedy choices of the classes the roots reach, with their DAG cost."""
+def walk(t: Tables, roots: Iterable[int], pick: Callable[[int], int], node_cost: Sequence[float | None]) -> Extraction:
+    """The extraction that takes e-node `pick(c)` for each class the roots reach, with its DAG cost."""
     chosen: dict[int, int] = {}
     stack = list(roots)
     while stack:
         c = stack.pop()
         if c in chosen:
             continue
+        n = chosen[c] = pick(c)
+        stack.extend(t.children[n])
+    per_class = {c: node_cost[n] for c, n in chosen.items()}
+    return Extraction(chosen, sum(per_class.values()), per_class)  # type: ignore[arg-type]
+
+
+def select(t: Tables, g: Greedy, roots: Iterable[int], backend: str,
+           describe: Sequence[tuple[int, str]] = ()) -> Extraction:
+    """The greedy choices of the classes the roots reach."""
+
+    def pick(c: int) -> int:
         if g.choice[c] < 0:
             raise LowerError(_no_form(g.choice, describe, backend))
-        chosen[c] = g.choice[c]
-        stack.extend(t.children[g.choice[c]])
-    per_class = {c: g.node_cost[n] for c, n in chosen.items()}
-    return Extraction(chosen, sum(per_class.values()), per_class)  # type: ignore[arg-type]
+        return g.choice[c]
+
+    return walk(t, roots, pick, g.node_cost)
 
 
 EXTRACTORS = ("greedy", "exact", "tree")

@@ -125,15 +125,14 @@ class Graph:
         again the checked way, which words the error as it always did."""
         from .validate import validate_counting_keys
 
-        try:
-            with gc_paused():
-                doc = json.loads(text, parse_constant=_no_constant)
-            graph, keys = validate_counting_keys(doc)
-        except Exception:
-            return cls.from_dict(parse_json(text))
-        if keys != text.count(":"):
-            return cls.from_dict(parse_json(text))
-        return graph
+        with gc_paused():  # across parsing and validating: else the collector scans the parsed text once more
+            try:
+                graph, keys = validate_counting_keys(json.loads(text, parse_constant=_no_constant))
+            except Exception:
+                return cls.from_dict(parse_json(text))
+            if keys != text.count(":"):
+                return cls.from_dict(parse_json(text))
+            return graph
 
     def validated(self) -> Graph:
         """This graph after a full round of the format's checks (raises GraphError)."""

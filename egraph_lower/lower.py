@@ -21,7 +21,7 @@ from .egraph.tables import Tables
 from .egraph.saturate import Iteration, Limits, Saturation, saturate
 from .errors import IllegalGraphError, LowerError
 from .extract import EXTRACTORS, Costs, Decoded, Extraction, check_consistent, extract, graph_cost, infer_metas
-from .graph import Graph, Node
+from .graph import Graph, Node, gc_paused
 from .provenance import Matcher
 from .rules.dsl import Rule
 from .validate import Meta
@@ -159,6 +159,12 @@ def lower(
 ) -> LowerResult:
     """Lower `graph` for `backend`: the cheapest equivalent graph it runs, with a report."""
     target = backends_mod.load(backend)
+    with gc_paused():  # millions of tables, tuples and nodes, no cycles: nothing for the collector
+        return _lower(graph, target, limits, progress, extractor)
+
+
+def _lower(graph: Graph, target: Backend, limits: Limits, progress: Callable[[Iteration], None] | None,
+           extractor: str) -> LowerResult:
     start = time.perf_counter()
     s = saturate_graph(graph, [target], limits, progress)
     seconds = dict(s.seconds)

@@ -43,6 +43,7 @@ from typing import Any
 
 from ..egraph.language import LEAF, REF, SCALAR, encode
 from ..egraph.tables import Tables
+from ..convert import is_own
 from ..extract import Costs, Decoded, Extraction, greedy
 from ..graph import Graph, Node
 from ..provenance import Matcher
@@ -105,15 +106,6 @@ class Choice:
 
     def to_dict(self) -> dict[str, Any]:
         return {"node": self.node.id, "op": self.node.op, "alternatives": [a.to_dict() for a in self.alternatives]}
-
-
-def is_own(t: Tables, n: int, node: Node, graph: Graph) -> bool:
-    """Whether e-node `n` is original `node` itself (same constructor, fields and input classes)."""
-    if node.op in ("Input", "Param", "Constant"):
-        return t.ctor[n] == LEAF and t.fields[n][0] == node.id
-    rank_ = len(graph.by_id[node.inputs[0]].shape) if node.inputs else 0
-    ctor, fields = encode(node, rank_)
-    return t.ctor[n] == ctor and t.fields[n] == fields and t.children[n] == tuple(t.ref[i] for i in node.inputs)
 
 
 def label(decoded: Decoded, ctor: str, fields: tuple[Any, ...]) -> str:
