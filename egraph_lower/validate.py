@@ -397,7 +397,7 @@ def validate(doc: Any) -> Graph:
 def validate_counting_keys(doc: Any) -> tuple[Graph, int]:
     """`validate(doc)`, and how many keys the document's objects have, counting the top level, the
     nodes and their attrs (no object twice, maybe not all: a lower bound of the true count)."""
-    with gc_paused():
+    with gc_paused(long_lived=True):
         _check_top(doc)
         raw_nodes, outputs = doc["nodes"], doc["outputs"]
         chk = _Checker(lambda: {r["id"] for r in raw_nodes if isinstance(r, dict) and _is_int(r.get("id"))})

@@ -401,11 +401,27 @@ def test_gc_paused_restores_the_collector() -> None:
     assert gc.isenabled()
     gc.disable()
     try:
-        with gc_paused():
+        with gc_paused(long_lived=True):
             pass
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_graph_read_is_in_the_oldest_generation() -> None:
+    text = Graph([Node(i, "Input", (), (i,), "f32", {"name": f"x{i}"}) for i in range(2000)], [0]).to_json()
+    gc.collect()
+    g = Graph.from_json(text)
+    assert id(g.nodes[5]) in {id(o) for o in gc.get_objects(generation=2)} and not gc.get_freeze_count()
+    assert gc.is_tracked(g.nodes[5]) and g.node(5).shape == (5,)
+    kept = [object()]
+    gc.freeze()  # a program's own frozen objects stay frozen
+    try:
+        frozen = gc.get_freeze_count()
+        assert Graph.from_json(text).nodes == g.nodes and gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    assert kept
 
 
 # ---- reading: the shortcut of from_json decides as parse_json and validate do ----------------------
