@@ -104,24 +104,25 @@ def read(egraph: bindings.EGraph) -> Tables:
 
     decoders = {"i64": to_i64, "f64": egraph.value_to_f64, "String": string}
     largest = -1
+    classes: dict[int, int] = {}  # one int object per class id, shared by every reference to it
     for name, fn in frozen.functions.items():
-        if fn.output_sort != "Expr" or not fn.rows:
+        if fn.output_sort != "Expr":
             continue
-        rows = [r for r in fn.rows if not r.subsumed]
-        outs = [to_i64(r.output) for r in rows]
+        rows = fn.rows  # nothing is ever subsumed: the lowering rules only add
+        if not rows:
+            continue
+        outs = [classes.setdefault(c, c) for c in map(to_i64, (r.output for r in rows))]
         largest = max(largest, max(outs))
         if name == REF:
             t.ref.update(zip((to_i64(r.inputs[0]) for r in rows), outs))
             continue
         k = _FIELDS[name]
         decs = [decoders[s] for s in fn.input_sorts[:k]]
-        inputs = [r.inputs for r in rows]
-        if k == 1:
-            (d,) = decs
-            t.fields.extend((d(ins[0]),) for ins in inputs)
-        else:
-            t.fields.extend(tuple(d(v) for d, v in zip(decs, ins)) for ins in inputs)
-        t.children.extend(tuple(map(to_i64, ins[k:])) for ins in inputs)
+        fields, children = t.fields, t.children
+        for r in rows:  # row by row, so each row's Values are freed at once
+            ins = r.inputs
+            fields.append(tuple([d(v) for d, v in zip(decs, ins)]))
+            children.append(tuple([classes.setdefault(c, c) for c in map(to_i64, ins[k:])]))
         t.ctor.extend([name] * len(rows))
         t.eclass.extend(outs)
     t.n_classes = largest + 1
