@@ -30,6 +30,20 @@ def chain(n: int, shape: tuple[int, ...] = (8, 16), dtype: str = "f32") -> Graph
     return Graph(nodes, [n], f"chain_{n}")
 
 
+def chain_shared(n: int, shape: tuple[int, ...] = (8, 16), dtype: str = "f32") -> Graph:
+    """n backward ops in turn (relu, sigmoid, tanh, gelu), all at one input x, each taking the
+    previous gradient as its incoming gradient: what a backward pass through one point looks like,
+    and the expansions share every value computed from x."""
+    nodes = [Node(0, "Input", (), shape, dtype, {"name": "x"}), Node(1, "Input", (), shape, dtype, {"name": "dy"})]
+    for i in range(n):
+        kind, nid = CHAIN_KINDS[i % 4], i + 2
+        if kind == "Relu":
+            nodes.append(Node(nid, "ReluBackward", (0, nid - 1), shape, dtype))
+        else:
+            nodes.append(Node(nid, "ActivationBackward", (0, nid - 1), shape, dtype, {"kind": kind}))
+    return Graph(nodes, [n + 1], f"chain_shared_{n}")
+
+
 def mlp(layers: int, batch: int = 32, width: int = 64, kinds: tuple[str, ...] = ("Gelu", "Silu", "Tanh")) -> Graph:
     """A joint forward + backward graph of an MLP: forward values are shared with the backward."""
     b = GraphBuilder(f"mlp_{layers}")
@@ -65,7 +79,7 @@ def wide(n: int, shape: tuple[int, ...] = (8, 16)) -> Graph:
     return Graph(nodes, outs, f"wide_{n}")
 
 
-GENERATORS = {"chain": chain, "mlp": mlp, "wide": wide}
+GENERATORS = {"chain": chain, "chain_shared": chain_shared, "mlp": mlp, "wide": wide}
 
 
 def main() -> None:

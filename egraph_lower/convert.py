@@ -44,14 +44,14 @@ def _post_order(choice: dict[int, int], children: Sequence[tuple[int, ...]], roo
 
 
 def _operand_dtype(ctor: str, pos: int, kid_metas: Sequence[Meta | None], out: Meta) -> str:
-    """The dtype a scalar literal takes at input `pos` of an e-node."""
-    if ctor == "Where" and pos == 0:
-        return "bool"
+    """The dtype a scalar literal takes at input `pos` of an e-node: the other operand's for a
+    Binary or Compare, bool for Where's condition, else the node's own."""
     if ctor == "Where":
-        return out[1]  # type: ignore[return-value]
-    others = [m[1] for i, m in enumerate(kid_metas) if i != pos and m is not None and m[1] is not None]
-    if others:
-        return others[0]
+        return "bool" if pos == 0 else out[1]  # type: ignore[return-value]
+    if len(kid_metas) == 2:
+        other = kid_metas[1 - pos]
+        if other is not None and other[1] is not None:
+            return other[1]
     if out[1] is None or out[1] == "bool":
         raise ValueError(f"no dtype for a scalar literal under {ctor}")
     return out[1]
@@ -83,7 +83,28 @@ def to_graph(
     matcher: Matcher | None,
 ) -> Graph:
     roots = [t.ref[o] for o in graph.outputs]
-    order = _post_order(ex.choice, t.children, roots)
+    if ex.order is not None:
+        try:
+            return _emit(t, ex, ex.order, graph, metas, decoded, matcher)
+        except _NotChildrenFirst:
+            pass  # a switch chose a form whose inputs settled later: order it afresh
+    return _emit(t, ex, _post_order(ex.choice, t.children, roots), graph, metas, decoded, matcher)
+
+
+class _NotChildrenFirst(Exception):
+    pass
+
+
+def _emit(
+    t: Tables,
+    ex: Extraction,
+    order: Sequence[int],
+    graph: Graph,
+    metas: Sequence[Meta | None],
+    decoded: Decoded,
+    matcher: Matcher | None,
+) -> Graph:
+    roots = [t.ref[o] for o in graph.outputs]
     origins = _origins(t, graph)
     own = {c: is_own(t, ex.choice[c], node, graph) for c, node in origins.items() if c in ex.choice}
     members = t.nodes_by_class()
@@ -136,6 +157,8 @@ def to_graph(
             kid_metas = [metas[k] for k in kids]
             for pos, k in enumerate(kids):
                 if inputs[pos] == -1:
+                    if t.ctor[ex.choice[k]] != SCALAR:
+                        raise _NotChildrenFirst
                     value = t.fields[ex.choice[k]][0]
                     inputs[pos] = scalar(value, _operand_dtype(ctor, pos, kid_metas, meta))
         if own.get(c, False):

@@ -154,6 +154,7 @@ class Extraction:
     choice: dict[int, int]  # e-class -> chosen e-node, for every class the roots reach
     cost: float  # DAG cost: each chosen class counted once
     node_costs: dict[int, float]  # e-class -> cost of its chosen e-node's kernel
+    order: list[int] | None = None  # the chosen classes, children first, when known
 
 
 class Costs:
@@ -223,6 +224,7 @@ class Greedy:
     node_cost: list[float | None]  # kernel cost per e-node, None where the backend cannot run it
     choice: list[int]  # least tree-cost e-node per class, -1 where none is legal
     best: list[float]  # that tree cost
+    settled: list[int]  # classes in the order they settled: children before parents
 
 
 def greedy(t: Tables, costs: Costs, roots: Sequence[int]) -> Greedy:
@@ -238,6 +240,7 @@ def greedy(t: Tables, costs: Costs, roots: Sequence[int]) -> Greedy:
     value: list[float | None] = [None] * t.n_classes
     state = bytearray(t.n_classes)  # 0 unseen, 1 being settled, 2 settled
     below: list[list[int] | None] = [None] * t.n_classes  # child classes still to visit
+    settled: list[int] = []
 
     order, starts = members.order, members.starts
 
@@ -269,6 +272,7 @@ def greedy(t: Tables, costs: Costs, roots: Sequence[int]) -> Greedy:
             stack.pop()
             below[c] = None
             state[c] = 2
+            settled.append(c)
             top, pick = 0.0, -1
             for n in order[starts[c]:starts[c + 1]]:
                 cost = node_cost[n]
@@ -292,7 +296,7 @@ def greedy(t: Tables, costs: Costs, roots: Sequence[int]) -> Greedy:
             if pick >= 0:
                 value[c], choice[c] = top, pick
     best = [-1.0 if v is None else v for v in value]
-    return Greedy(node_cost, choice, best)
+    return Greedy(node_cost, choice, best, settled)
 
 
 def walk(t: Tables, roots: Iterable[int], pick: Callable[[int], int], node_cost: Sequence[float | None]) -> Extraction:
@@ -336,9 +340,10 @@ def extract(t: Tables, costs: Costs, roots: Sequence[int], describe: Sequence[tu
     g = greedy(t, costs, roots)
     ex = select(t, g, roots, costs.backend.name, describe)
     if method == "greedy":
-        return improve(t, g.node_cost, g.choice, g.best, ex, roots)
-    if method == "exact":
-        return extract_exact(t, g, roots)
+        ex = improve(t, g.node_cost, g.choice, g.best, ex, roots)
+    elif method == "exact":
+        ex = extract_exact(t, g, roots)
+    ex.order = [c for c in g.settled if c in ex.choice]  # a topological order, unless a switch made a cycle-closing choice
     return ex
 
 
