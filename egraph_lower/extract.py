@@ -1,12 +1,16 @@
 """Extraction for a backend: the cheapest graph the backend runs, from the frozen e-graph.
 
-Works on `egraph.tables.Tables`, bottom-up and without recursion:
+Works on `egraph.tables.Tables`, without recursion, each pass once per distinct
+signature where it can (shapes repeat):
 1. `infer_metas`: the shape and dtype of every e-class (from the original nodes,
    then by the format's inference rules through the new e-nodes);
-2. `extract`: only e-nodes the backend runs; each e-class gets the e-node of
-   least cost, where an e-node costs its kernel (the backend's cost model) plus
-   the cost of its distinct child classes (Knuth's generalisation of Dijkstra);
-3. `dag_cost`: the cost of the chosen graph with each shared value counted once.
+2. `Costs.all`: each e-node's kernel cost on the backend (None where it cannot run);
+3. `greedy`: each class the outputs reach gets its e-node of least tree cost
+   (kernel plus the cost of its distinct child classes), depth first;
+4. `extract`: then `improve` (the default: DAG-aware local search) or `exact`
+   (an integer program); `walk` collects the choice from the outputs with its
+   DAG cost (each shared value counted once);
+5. `check_consistent`: every chosen e-node agrees with its class's shape and dtype.
 """
 
 from __future__ import annotations
