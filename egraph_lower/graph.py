@@ -176,14 +176,19 @@ def _node_lines(nodes: list[Node]) -> list[str]:
                     if not attrs:
                         s_attrs = ""
                     elif type(attrs) is dict:
-                        key = tuple(attrs.items())  # the common case: one attribute, a string
-                        if len(key) != 1 or type(key[0][0]) is not str or type(key[0][1]) is not str:
+                        key = tuple(attrs.items())
+                        if len(key) == 1 and type(k := key[0][0]) is str and type(v := key[0][1]) is str:
+                            # the common case, one string attribute (an op's kind, a weight's name)
+                            s_attrs = attrs_json.get(key)
+                            if s_attrs is None:
+                                s_attrs = attrs_json[key] = f'"attrs": {{{_json_str(k)}: {_json_str(v)}}}, '
+                        else:
                             key = _json_attrs_key(attrs)  # type: ignore[assignment]
-                        s_attrs = attrs_json.get(key) if key is not None else None
-                        if s_attrs is None:
-                            s_attrs = f'"attrs": {json.dumps(attrs, separators=_NODE_SEPARATORS)}, '
-                            if key is not None:
-                                attrs_json[key] = s_attrs
+                            s_attrs = attrs_json.get(key) if key is not None else None
+                            if s_attrs is None:
+                                s_attrs = f'"attrs": {json.dumps(attrs, separators=_NODE_SEPARATORS)}, '
+                                if key is not None:
+                                    attrs_json[key] = s_attrs
                     else:
                         s_attrs = None
                     if s_attrs is not None:

@@ -478,6 +478,7 @@ def _check_outputs(outputs: list[Any], metas: dict[int, Meta]) -> None:
 
 
 _NO_ATTRS: dict[str, Any] = {}
+_NAMED = (object(),)  # the attributes key of every {"name": a valid name}
 _INT = frozenset({int})
 _ARITY = {name: spec.arity for name, spec in ops.OPS.items()}
 
@@ -577,6 +578,14 @@ def _fast_path(metas: dict[int, Meta], feeds: dict[str, tuple[int, Meta]]) -> Ca
         elif len(akey := tuple(attrs.items())) != 1 or type(akey[0][1]) is not str:  # else: as _attrs_key
             if (akey := _attrs_key(attrs)) is None:
                 return None
+        elif (op == "Input" or op == "Param") and akey[0][0] == "name":
+            # check_attrs of {"name": v} is the check of v: made here, and the rest memoised once, not
+            # once for every name of a graph's thousands of weights
+            try:
+                _NAME(akey[0][1])
+            except ValueError:
+                return None
+            akey = _NAMED
         key = (op, akey, shape_t, dtype, ins)
         meta = passed.get(key)
         if meta is None:
