@@ -166,3 +166,22 @@ def test_user_backend_file(tmp_path: Path) -> None:
     r = run("lower", str(EXAMPLE), "-b", str(path), "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert el.load_graph(out).op_counts().get("ReluBackward") == 1
+
+
+def test_exact_extractor_and_limits_from_the_command_line(tmp_path: Path) -> None:
+    def lower(*args: str) -> dict:  # type: ignore[type-arg]
+        report = tmp_path / "r.json"
+        r = run("lower", str(EXAMPLE), "-b", "wgpu", "-o", str(tmp_path / "o.json"), "--report", str(report), "-q", *args)
+        assert r.returncode == 0, r.stderr
+        return json.loads(report.read_text())
+
+    exact, greedy = lower("--extractor", "exact"), lower()
+    assert exact["stop_reason"] == greedy["stop_reason"] == "saturated"
+    assert exact["after"]["cost"] <= greedy["after"]["cost"] + 1e-9  # optimal on the same e-graph
+    assert lower("--max-iterations", "2")["stop_reason"] == "iteration_limit"
+
+
+def test_rules_check_prints_the_table() -> None:
+    r = run("rules", "--check")
+    assert r.returncode == 0, r.stderr
+    assert "f32" in r.stdout and "gelu-bwd" in r.stdout

@@ -177,3 +177,48 @@ def test_random_graphs_keep_their_values(graph: el.Graph, backend: str, seed: in
     rng = np.random.default_rng(seed)
     f = {k: np.clip(v, -4, 4) for k, v in feeds_for(graph, rng).items()}  # chains of products grow fast
     assert_lowering_matches(graph, result.graph, f)
+
+
+@pytest.mark.parametrize(
+    "limits, reason",
+    [(el.Limits(iterations=1), "iteration_limit"), (el.Limits(enodes=10), "node_limit"),
+     (el.Limits(seconds=0.0), "time_limit"), (el.Limits(), "saturated")],
+)
+def test_every_run_ends_with_a_reason(limits: el.Limits, reason: str) -> None:
+    from egraph_lower.lower import saturate_graph
+
+    s = saturate_graph(kind_graph("Mish"), [el.load_backend("wgpu")], limits)
+    assert s.saturation.stop_reason == reason
+
+
+def mlp_training_step(dtype: str = "f32") -> el.Graph:
+    """A small MLP step: MatMul, Transpose, broadcast Add, BatchNormInference, Silu and its
+    backward, the batch-norm backward ops, Reduce."""
+    b = GraphBuilder("mlp_training_step")
+    x, w = b.input("x", [8, 6], dtype), b.param("w", [6, 4], dtype)
+    bias = b.param("bias", [4], dtype)
+    gamma, beta = b.param("gamma", [4], dtype), b.param("beta", [4], dtype)
+    mean, var = b.input("mean", [4], dtype), b.input("var", [4], dtype)
+    dy = b.input("dy", [8, 4], dtype)
+    z = b.binary("Add", b.matmul(x, w), bias)
+    h = b.batch_norm(z, gamma, beta, mean, var, 1e-5)
+    y = b.act("Silu", h)
+    dh = b.act_backward("Silu", h, dy)
+    dz = b.bn_backward_input(z, gamma, mean, var, dh)
+    dgamma, dbeta = b.bn_backward_gamma(z, mean, var, dh), b.bn_backward_beta(dh)
+    dw = b.matmul(b.transpose(x, [1, 0]), dz)
+    dbias = b.reduce("Sum", dz, [0])
+    return b.build([y, dw, dbias, dgamma, dbeta])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mlp_training_step(backend: str) -> None:
+    graph = mlp_training_step()
+    result = el.lower(graph, backend)
+    ops = set(result.graph.op_counts())
+    if backend == "cpu":
+        assert result.graph.op_counts() == graph.op_counts()
+    elif backend != "mlx":
+        assert not ops & set(BACKWARD_OPS)
+    f = feeds_for(graph, np.random.default_rng(3), positive=frozenset({"var"}))
+    assert_lowering_matches(graph, result.graph, f)
