@@ -128,11 +128,11 @@ class Graph:
         with gc_paused(long_lived=True):  # across parsing and validating: not a scan of the parsed text between
             try:
                 graph, keys = validate_counting_keys(json.loads(text, parse_constant=_no_constant))
+                if keys == text.count(":"):
+                    return graph
             except Exception:
-                return cls.from_dict(parse_json(text))
-            if keys != text.count(":"):
-                return cls.from_dict(parse_json(text))
-            return graph
+                pass
+            return cls.from_dict(parse_json(text))
 
     def validated(self) -> Graph:
         """This graph after a full round of the format's checks (raises GraphError)."""

@@ -1,9 +1,11 @@
 """Every check of the graph format (version 1), and shape/dtype inference for one node.
 
 `infer` is the single source of truth for what an op computes from its inputs'
-shapes and dtypes; `validate` calls it for every non-leaf node and the e-graph
-side calls it for every e-node it builds. A dtype of None marks a broadcast
-scalar literal whose dtype is decided by the op that uses it.
+shapes and dtypes; `validate` calls it for every distinct (op, attributes, input
+metas) of a document's non-leaf nodes and the e-graph side calls it for every
+e-node it builds. A dtype of None marks a broadcast scalar literal whose dtype is
+decided by the op that uses it. `validate_graph` makes validate's checks on a
+Graph's nodes.
 """
 
 from __future__ import annotations
