@@ -98,14 +98,15 @@ def infer_metas(t: Tables, graph: Graph, decoded: Decoded) -> ClassMetas:
         if ids[c] < 0:
             n = by_id[node_id]
             ids[c] = intern((n.shape, n.dtype))
-    eclass, sig = t.eclass_array, t.sig_array
-    alive = np.ones(t.n_nodes, dtype=bool)
-    while True:
-        kid = _child_metas(t, ids)
-        idx = np.flatnonzero(alive & (ids[eclass] < 0) & (kid != -1).all(axis=1))
+    eclass, sig, kids = t.eclass_array, t.sig_array, t.kids_array
+    todo = np.flatnonzero(ids[eclass] < 0)  # e-nodes of classes still unknown
+    while todo.size:
+        kid = np.where(kids[todo] >= 0, ids[kids[todo]], -2)
+        ready = (kid != -1).all(axis=1)
+        idx, kid = todo[ready], kid[ready]
         if idx.size == 0:
             break
-        rows, inverse = _keys(sig[idx], kid[idx])
+        rows, inverse = _keys(sig[idx], kid)
         result = np.empty(len(rows), dtype=np.int64)
         for j, row in enumerate(rows.tolist()):
             ctor, fields = t.sigs[row[0]]
@@ -123,8 +124,9 @@ def infer_metas(t: Tables, graph: Graph, decoded: Decoded) -> ClassMetas:
                     m = None  # inputs that do not fit: not a way to compute this class
             result[j] = -1 if m is None else intern(m)
         got = result[inverse]
-        alive[idx[got < 0]] = False
         ids[eclass[idx[got >= 0]]] = got[got >= 0]
+        todo = todo[~ready]  # the e-nodes tried are done (an unfit one never fits)
+        todo = todo[ids[eclass[todo]] < 0]
     metas = ClassMetas(None if i < 0 else table[i] for i in ids.tolist())
     metas.ids, metas.table = ids, table
     return metas

@@ -181,19 +181,20 @@ def _touched(c: int, log: list[tuple[str, int, int]]) -> set[int]:
 
 
 def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int], best: Sequence[float],
-            ex: Extraction, roots: Sequence[int], passes: int = 3, work: float = 0.5) -> Extraction:
+            ex: Extraction, roots: Sequence[int], passes: int = 3, work: float = 0.25) -> Extraction:
     """Local search over the chosen DAG; returns an extraction of no greater DAG cost.
 
     A switch is tried only where it looks promising: the alternative's kernel plus what
     its children would add (their greedy sub-DAGs, free where already computed) is below
     the current e-node's kernel plus the tree cost of the children only it uses. The
-    search stops after `passes` passes or `work` x (number of e-nodes) steps, so it stays
-    within a small multiple of the greedy pass.
+    search stops after `passes` passes or `work` x (number of e-nodes) steps (at least
+    50,000: small graphs are searched to the end), so it stays within a small multiple of
+    the greedy pass.
     """
     s = _State(t, node_cost, greedy, ex, roots)
     nodes = t.nodes_by_class()
     cyclic: set[int] | None = None  # computed at the first switch worth keeping
-    budget = work * max(t.n_nodes, 1000)
+    budget = max(work * t.n_nodes, 50_000.0)  # small graphs are searched to the end
     added: dict[int, float] = {}  # class -> cost its greedy sub-DAG adds to the selection
 
     def adds(k: int) -> float:
