@@ -127,7 +127,7 @@ class Graph:
 
         with gc_paused(long_lived=True):  # across parsing and validating: not a scan of the parsed text between
             try:
-                graph, keys = validate_counting_keys(json.loads(text, parse_constant=_no_constant))
+                graph, keys = validate_counting_keys(json.loads(text, parse_constant=_no_constant), consume=True)
                 if keys == text.count(":"):
                     return graph
             except Exception:

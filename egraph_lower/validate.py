@@ -396,9 +396,13 @@ def validate(doc: Any) -> Graph:
     return validate_counting_keys(doc)[0]
 
 
-def validate_counting_keys(doc: Any) -> tuple[Graph, int]:
+def validate_counting_keys(doc: Any, consume: bool = False) -> tuple[Graph, int]:
     """`validate(doc)`, and how many keys the document's objects have, counting the top level, the
-    nodes and their attrs (no object twice, maybe not all: a lower bound of the true count)."""
+    nodes and their attrs (no object twice, maybe not all: a lower bound of the true count).
+
+    With `consume` the document is the caller's to throw away: each node's object is dropped from
+    doc["nodes"] once read (for a million nodes, 300 MB less at the peak, and the parsed objects'
+    memory reused for the Nodes); after an error, doc is only fit to be dropped."""
     with gc_paused(long_lived=True):
         _check_top(doc)
         raw_nodes, outputs = doc["nodes"], doc["outputs"]
@@ -422,9 +426,13 @@ def validate_counting_keys(doc: Any) -> tuple[Graph, int]:
                         name = raw["name"] if has_name else None
                         if (type(inputs) is list and type(shape) is list and (not has_name or type(name) is str)
                                 and (shape_t := fast(nid, op, inputs, shape, dtype, attrs)) is not None):
+                            if consume:  # the ids of error messages (chk.ids) are then in metas
+                                raw_nodes[len(nodes)] = None
                             append(new_node(nid, op, tuple(inputs), shape_t, dtype, dict(attrs), name))
                             continue
             append(_node(raw, len(nodes), chk.ids, chk.metas, chk.feeds))
+            if consume:
+                raw_nodes[len(nodes) - 1] = None
         _check_outputs(outputs, chk.metas)
         return Graph(nodes, list(outputs), doc.get("name")), count
 

@@ -559,7 +559,16 @@ def outcome(f: Any, *args: Any) -> Any:
 def same_as_reference(d: Any) -> Any:
     want = outcome(reference, copy.deepcopy(d))
     assert outcome(validate, d) == want
+    taken = copy.deepcopy(d)  # what from_json does with a document it parsed: drop each node once read
+    assert outcome(lambda: v.validate_counting_keys(taken, consume=True)[0]) == want
     return want
+
+
+def test_keys_are_counted() -> None:
+    for d in (ALL_OPS, GOOD, doc(), _doubled(ALL_OPS)):
+        text = json.dumps(d)
+        assert ":" not in "".join(str(n.get("name", "")) for n in d["nodes"])
+        assert v.validate_counting_keys(json.loads(text))[1] == text.count(":")
 
 
 X, Y = inp(0, [4, 8]), inp(1, [4, 8], name="y")
