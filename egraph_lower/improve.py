@@ -27,12 +27,14 @@ class _State:
                  roots: Sequence[int]) -> None:
         self.t, self.node_cost, self.greedy = t, node_cost, greedy
         self.choice = dict(ex.choice)
-        self.refs: dict[int, int] = {}
+        # refs[c]: how many chosen e-nodes use class c (each e-node once), roots never dropping to 0
+        kids = np.sort(t.kids_array[np.fromiter(self.choice.values(), dtype=np.int64, count=len(self.choice))], axis=1)
+        kids[:, 1:][kids[:, 1:] == kids[:, :-1]] = -1  # a class an e-node uses twice counts once
+        users = np.bincount(kids[kids >= 0], minlength=t.n_classes)
         for r in roots:
-            self.refs[r] = self.refs.get(r, 0) + (1 << 20)  # roots are never dropped
-        for c, n in self.choice.items():
-            for k in set(t.children[n]):
-                self.refs[k] = self.refs.get(k, 0) + 1
+            users[r] += 1 << 20
+        used = np.flatnonzero(users)
+        self.refs: dict[int, int] = dict(zip(used.tolist(), users[used].tolist()))
         self.log: list[tuple[str, int, int]] = []
 
     def _kids(self, n: int) -> set[int]:

@@ -48,6 +48,8 @@ class Tables:
     ref: dict[int, int] = field(default_factory=dict)  # original node id -> e-class
     sig: list[int] = field(default_factory=list)  # per e-node: id of its (constructor, fields)
     sigs: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)  # id -> (constructor, fields)
+    # (e-nodes, MAX_ARITY) child classes, -1 past an e-node's arity: the children for NumPy
+    kids_array: np.ndarray = field(default_factory=lambda: np.empty((0, MAX_ARITY), dtype=np.int64))
 
     @property
     def n_nodes(self) -> int:
@@ -76,19 +78,6 @@ class Tables:
     def sig_array(self) -> np.ndarray:
         return np.asarray(self.sig, dtype=np.int64)
 
-    @cached_property
-    def kids_array(self) -> np.ndarray:
-        """(e-nodes, 5) child classes, -1 past an e-node's arity."""
-        out = np.full((self.n_nodes, MAX_ARITY), -1, dtype=np.int64)
-        by_arity: dict[int, list[int]] = {}
-        for n, kids in enumerate(self.children):
-            by_arity.setdefault(len(kids), []).append(n)
-        for arity, rows in by_arity.items():
-            if arity:
-                idx = np.asarray(rows, dtype=np.int64)
-                out[idx, :arity] = np.asarray([self.children[n] for n in rows], dtype=np.int64)
-        return out
-
 
 def read(egraph: bindings.EGraph) -> Tables:
     frozen = egraph.freeze()
@@ -104,6 +93,7 @@ def read(egraph: bindings.EGraph) -> Tables:
 
     decoders = {"i64": to_i64, "f64": egraph.value_to_f64, "String": string}
     largest = -1
+    blocks: list[tuple[int, np.ndarray]] = []  # (first e-node, its function's child classes)
     classes: dict[int, int] = {}  # one int object per class id, shared by every reference to it
     for name, fn in frozen.functions.items():
         if fn.output_sort != "Expr":
@@ -117,15 +107,37 @@ def read(egraph: bindings.EGraph) -> Tables:
             t.ref.update(zip((to_i64(r.inputs[0]) for r in rows), outs))
             continue
         k = _FIELDS[name]
+        arity = len(fn.input_sorts) - k
         decs = [decoders[s] for s in fn.input_sorts[:k]]
-        fields, children = t.fields, t.children
+        d0 = decs[0] if k == 1 else None
+        same = classes.setdefault
+        fields: list[tuple[Any, ...]] = []
+        kids: list[tuple[int, ...]] = []
         for r in rows:  # row by row, so each row's Values are freed at once
             ins = r.inputs
-            fields.append(tuple([d(v) for d, v in zip(decs, ins)]))
-            children.append(tuple([classes.setdefault(c, c) for c in map(to_i64, ins[k:])]))
+            if k == 0:
+                fields.append(())
+            elif d0 is not None:
+                fields.append((d0(ins[0]),))
+            else:
+                fields.append(tuple([d(v) for d, v in zip(decs, ins)]))
+            if arity == 1:
+                c = to_i64(ins[k])
+                kids.append((same(c, c),))
+            else:
+                kids.append(tuple([same(c, c) for c in map(to_i64, ins[k:])]))
+        start = len(t.ctor)
+        t.fields.extend(fields)
+        t.children.extend(kids)
         t.ctor.extend([name] * len(rows))
         t.eclass.extend(outs)
+        if arity:
+            blocks.append((start, np.asarray(kids, dtype=np.int64).reshape(len(rows), arity)))
     t.n_classes = largest + 1
+    kids_array = np.full((t.n_nodes, MAX_ARITY), -1, dtype=np.int64)
+    for start, block in blocks:
+        kids_array[start:start + len(block), :block.shape[1]] = block
+    t.kids_array = kids_array
     sig_ids: dict[tuple[str, tuple[Any, ...]], int] = {}
     t.sig = [sig_ids.setdefault(key, len(sig_ids)) for key in zip(t.ctor, t.fields)]
     t.sigs = list(sig_ids)
