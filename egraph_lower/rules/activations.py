@@ -15,7 +15,7 @@ Conventions (graph-format.md):
   backend's cost. A form that reuses the forward value (`(Sigmoid x)`, `(Silu x)`,
   `(Rsqrt x)`...) lets the e-graph share it with the forward node the graph has.
 
-Groups: `backward` (expansions, always run) and `relation` (input form <-> output
+Groups: `backward` (expansions) and `relation` (input form <-> output
 form, exact where the spec says both are equal). `check.py` evaluates both sides
 of every rule in f64, f32, f16 and bf16.
 """

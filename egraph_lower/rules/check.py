@@ -353,8 +353,9 @@ def catalogue_markdown(rules: Iterable[Rule] = ALL_RULES) -> str:
         "`egraph_lower/rules/`; do not edit by hand. Every rule is checked numerically in f64, f32, f16 and",
         "bf16 by `egraph_lower/rules/check.py` (`egraph-lower rules --check`).",
         "",
-        "Groups: `backward` expands a backward op (always run); `relation` relates the input and output",
-        "forms of a gradient (always run); `forward` lowers a forward op for a backend that lacks it.",
+        "Groups: `backward` expands a backward op; `relation` relates the input and output forms of a",
+        "gradient; `forward` lowers a forward op. A rule runs only for a backend that lacks what it",
+        "lowers (`rules.select`), so every op a backend runs natively is kept as it is.",
         "",
     ]
     counts: dict[str, int] = {}
