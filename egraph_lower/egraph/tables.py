@@ -67,7 +67,7 @@ class Tables:
 
     @cached_property
     def live_classes(self) -> int:
-        return len(set(self.eclass))
+        return int(np.count_nonzero(np.bincount(self.eclass_array, minlength=self.n_classes)))
 
     # The same tables as NumPy arrays, for the passes that work per distinct signature.
     @cached_property
@@ -94,14 +94,16 @@ def read(egraph: bindings.EGraph) -> Tables:
     decoders = {"i64": to_i64, "f64": egraph.value_to_f64, "String": string}
     largest = -1
     blocks: list[tuple[int, np.ndarray]] = []  # (first e-node, its function's child classes)
-    classes: dict[int, int] = {}  # one int object per class id, shared by every reference to it
-    for name, fn in frozen.functions.items():
+    functions = frozen.functions
+    del frozen
+    for name in list(functions):
+        fn = functions.pop(name)  # dropped once read: its rows' memory goes back before the next
         if fn.output_sort != "Expr":
             continue
         rows = fn.rows  # nothing is ever subsumed: the lowering rules only add
         if not rows:
             continue
-        outs = [classes.setdefault(c, c) for c in map(to_i64, (r.output for r in rows))]
+        outs = [to_i64(r.output) for r in rows]
         largest = max(largest, max(outs))
         if name == REF:
             t.ref.update(zip((to_i64(r.inputs[0]) for r in rows), outs))
@@ -110,7 +112,6 @@ def read(egraph: bindings.EGraph) -> Tables:
         arity = len(fn.input_sorts) - k
         decs = [decoders[s] for s in fn.input_sorts[:k]]
         d0 = decs[0] if k == 1 else None
-        same = classes.setdefault
         fields: list[tuple[Any, ...]] = []
         kids: list[tuple[int, ...]] = []
         for r in rows:  # row by row, so each row's Values are freed at once
@@ -121,11 +122,7 @@ def read(egraph: bindings.EGraph) -> Tables:
                 fields.append((d0(ins[0]),))
             else:
                 fields.append(tuple([d(v) for d, v in zip(decs, ins)]))
-            if arity == 1:
-                c = to_i64(ins[k])
-                kids.append((same(c, c),))
-            else:
-                kids.append(tuple([same(c, c) for c in map(to_i64, ins[k:])]))
+            kids.append((to_i64(ins[k]),) if arity == 1 else tuple(map(to_i64, ins[k:])))
         start = len(t.ctor)
         t.fields.extend(fields)
         t.children.extend(kids)
