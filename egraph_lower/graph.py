@@ -135,8 +135,11 @@ class Graph:
             return cls.from_dict(parse_json(text))
 
     def validated(self) -> Graph:
-        """This graph after a full round of the format's checks (raises GraphError)."""
-        return Graph.from_dict(self.to_dict())
+        """This graph, after a full round of the format's checks (raises GraphError)."""
+        from .validate import validate_graph
+
+        validate_graph(self)
+        return self
 
 
 _NODE_SEPARATORS = (", ", ": ")
