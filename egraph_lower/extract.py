@@ -164,17 +164,14 @@ class Extraction:
 
 
 class Costs:
-    """The backend's kernel cost and legality of each e-node, memoised by what determines them."""
+    """The backend's kernel cost of each e-node (None where the backend cannot run it)."""
 
-    def __init__(self, t: Tables, metas: Sequence[Meta | None], backend: Backend, decoded: Decoded) -> None:
+    def __init__(self, t: Tables, metas: ClassMetas, backend: Backend, decoded: Decoded) -> None:
         self.t, self.metas, self.backend, self.decoded = t, metas, backend, decoded
-        self._cache: dict[tuple[Any, ...], float | None] = {}
 
     def all(self) -> list[float | None]:
-        """The kernel cost of every e-node, once per distinct (constructor, fields, metas)."""
+        """The kernel cost of every e-node, computed once per distinct (constructor, fields, metas)."""
         t, metas = self.t, self.metas
-        if not isinstance(metas, ClassMetas):
-            return [None if c == "Ref" else self(n) for n, c in enumerate(t.ctor)]
         ids = metas.ids
         out_ids = ids[t.eclass_array]
         kid = _child_metas(t, ids)
@@ -197,30 +194,6 @@ class Costs:
         if not self.backend.runs(op, kind):
             return None
         return self.backend.cost.node_cost(op, kind, ins, out)
-
-    def __call__(self, n: int) -> float | None:
-        """The kernel cost of e-node `n`, or None when the backend cannot run it."""
-        t = self.t
-        ctor = t.ctor[n]
-        if ctor == LEAF:
-            return 0.0
-        metas = self.metas
-        out = metas[t.eclass[n]]
-        if out is None:
-            return None
-        kids = t.children[n]
-        key = (ctor, t.fields[n], id(out), *[id(metas[k]) for k in kids])
-        cost = self._cache.get(key, -1.0)
-        if cost != -1.0:
-            return cost
-        op, _attrs, kind = self.decoded(ctor, t.fields[n])
-        ins = [metas[k] for k in kids]
-        if not self.backend.runs(op, kind) or any(m is None for m in ins):
-            cost = None
-        else:
-            cost = self.backend.cost.node_cost(op, kind, ins, out)  # type: ignore[arg-type]
-        self._cache[key] = cost
-        return cost
 
 
 @dataclass

@@ -50,7 +50,7 @@ class _State:
             self.refs[c] = r + 1
             self.log.append(("ref+", c, 0))
             if r == 0 and c not in self.choice:
-                n = self.choice_for(c)
+                n = self.greedy[c]
                 self.choice[c] = n
                 self.log.append(("sel", c, n))
                 added += self.node_cost[n]  # type: ignore[operator]
@@ -72,9 +72,6 @@ class _State:
                 removed += self.node_cost[n]  # type: ignore[operator]
                 stack.extend(self._kids(n))
         return removed
-
-    def choice_for(self, c: int) -> int:
-        return self.greedy[c]
 
     def switch(self, c: int, new: int) -> float:
         """Switch class c to e-node `new`; the change of DAG cost (log kept for undo)."""

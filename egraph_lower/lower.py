@@ -20,7 +20,8 @@ from .egraph.load import load
 from .egraph.tables import Tables
 from .egraph.saturate import Iteration, Limits, Saturation, saturate
 from .errors import IllegalGraphError, LowerError
-from .extract import EXTRACTORS, Costs, Decoded, Extraction, check_consistent, extract, graph_cost, infer_metas
+from .extract import (EXTRACTORS, ClassMetas, Costs, Decoded, Extraction, check_consistent, extract,
+                      graph_cost, infer_metas)
 from .graph import Graph, Node, gc_paused
 from .provenance import Matcher
 from .rules.dsl import Rule
@@ -106,7 +107,7 @@ class Saturated:
     graph: Graph
     rules: tuple[Rule, ...]
     tables: Tables
-    metas: list[Meta | None]
+    metas: ClassMetas
     decoded: Decoded
     saturation: Saturation
     seconds: dict[str, float]
@@ -173,7 +174,7 @@ def _lower(graph: Graph, target: Backend, limits: Limits, progress: Callable[[It
     t1 = time.perf_counter()
     out = convert_back(s, ex)
     t2 = time.perf_counter()
-    check_consistent(s.tables, s.metas, ex.choice, s.decoded)  # type: ignore[arg-type]
+    check_consistent(s.tables, s.metas, ex.choice, s.decoded)
     check_legal(out, target)
     t3 = time.perf_counter()
     seconds.update(extract=t1 - t0, convert=t2 - t1, check=t3 - t2, total=t3 - start)
