@@ -77,7 +77,7 @@ import io
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import ml_dtypes
 import numpy as np
@@ -604,6 +604,9 @@ _BOOL_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 def _op_binary(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
     op = attrs["op"]
     a, b = args
+    table: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]
+    conv: Callable[[Any], np.ndarray]
+    fin: Callable[[Any, str], np.ndarray]
     if dtype in FLOAT_DTYPES:
         table, conv, fin = _FLOAT_BINARY, _f, _round_float
     elif dtype in INT_DTYPES:
@@ -898,7 +901,7 @@ def evaluate(graph: Graph, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
                 if name not in feeds:
                     raise LowerError(f"node {node.id} ({op} {name!r}): no value fed for {name!r}")
                 try:
-                    out = _feed_value(name, feeds[name], node.dtype, node.shape)
+                    out = _feed_value(name, feeds[cast(str, name)], node.dtype, node.shape)  # a key of feeds: a str
                 except LowerError as e:
                     raise LowerError(f"node {node.id} ({op} {name!r}): {e}") from None
             else:
@@ -968,7 +971,10 @@ def read_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
 def write_npz(path: str | os.PathLike[str], arrays: Sequence[np.ndarray]) -> None:
     """Write `arrays` as out0, out1, ... to an .npz file, beside the target first, then renamed."""
     buf = io.BytesIO()
-    np.savez(buf, **{f"out{i}": np.asarray(a) for i, a in enumerate(arrays)})
+    # Values typed Any: to mypy a **dict of arrays could also fill savez's `allow_pickle: bool`
+    # (numpy >= 2.1); the keys are out0, out1, ..., never that name.
+    named: dict[str, Any] = {f"out{i}": np.asarray(a) for i, a in enumerate(arrays)}
+    np.savez(buf, **named)
     try:
         write_atomic(path, buf.getvalue())
     except OSError as e:

@@ -56,7 +56,11 @@ def extract_exact(t: Tables, g: Greedy, roots: Sequence[int], seconds: float = 1
     xi = {n: i for i, n in enumerate(enodes)}
     yi = {c: n_x + i for i, c in enumerate(classes)}
     oi = {c: n_x + n_y + i for i, c in enumerate(sorted(cyclic))}
-    rows, cols, vals, lo, hi = [], [], [], [], []
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    lo: list[float] = []
+    hi: list[float] = []
 
     def constraint(terms: list[tuple[int, float]], low: float, high: float) -> None:
         r = len(lo)

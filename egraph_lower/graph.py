@@ -151,7 +151,7 @@ def _node_lines(nodes: list[Node]) -> list[str]:
     """`json.dumps(n.to_dict(), separators=(", ", ": "))` of every node, indented: the same text,
     built from per-value caches where a node's values have the types of a valid graph's (ints and
     strings); json.dumps writes any other node whole, and any attributes without a cache key."""
-    lines = []
+    lines: list[str] = []
     append = lines.append
     strs: dict[str, str] = {}  # op and dtype -> their JSON
     shapes: dict[tuple[int, ...], tuple[tuple[int, ...], str]] = {}  # shape -> (a tuple of ints, JSON)
@@ -176,6 +176,7 @@ def _node_lines(nodes: list[Node]) -> list[str]:
                     else:
                         s_shape = shapes[shape] = (shape, str(list(shape)))
                 if s_shape is not None and s_shape[0] is shape:
+                    s_attrs: str | None
                     if not attrs:
                         s_attrs = ""
                     elif type(attrs) is dict:
@@ -186,12 +187,12 @@ def _node_lines(nodes: list[Node]) -> list[str]:
                             if s_attrs is None:
                                 s_attrs = attrs_json[key] = f'"attrs": {{{_json_str(k)}: {_json_str(v)}}}, '
                         else:
-                            key = _json_attrs_key(attrs)  # type: ignore[assignment]
-                            s_attrs = attrs_json.get(key) if key is not None else None
+                            json_key = _json_attrs_key(attrs)
+                            s_attrs = attrs_json.get(json_key) if json_key is not None else None
                             if s_attrs is None:
                                 s_attrs = f'"attrs": {json.dumps(attrs, separators=_NODE_SEPARATORS)}, '
-                                if key is not None:
-                                    attrs_json[key] = s_attrs
+                                if json_key is not None:
+                                    attrs_json[json_key] = s_attrs
                     else:
                         s_attrs = None
                     if s_attrs is not None:

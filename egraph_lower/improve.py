@@ -231,12 +231,13 @@ def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int],
             own = node_cost[cur] + sum(best[k] for k in set(t.children[cur]) if s.refs.get(k, 0) == 1)  # type: ignore[operator]
             for n in legal[c]:
                 cost = node_cost[n]
-                if n == s.choice[c] or cost >= own:  # type: ignore[operator]
+                assert cost is not None  # legal[c] holds only e-nodes with a cost
+                if n == s.choice[c] or cost >= own:
                     continue
                 kids = set(t.children[n])
                 if any(greedy[k] < 0 and k not in s.choice for k in kids):
                     continue
-                if cost + sum(adds(k) for k in kids) >= own:  # type: ignore[operator]
+                if cost + sum(adds(k) for k in kids) >= own:
                     continue
                 s.log.clear()
                 delta = s.switch(c, n)

@@ -352,7 +352,8 @@ def _leaves(value: Any, shape: tuple[int, ...]) -> list[Any]:
     else:
         if not any(isinstance(v, list) for v in level):
             return level
-    apparent, v = [], value
+    apparent: list[int] = []
+    v: Any = value
     while isinstance(v, list):
         apparent.append(len(v))
         v = v[0] if v else None
@@ -407,7 +408,7 @@ def validate_counting_keys(doc: Any, consume: bool = False) -> tuple[Graph, int]
         _check_top(doc)
         raw_nodes, outputs = doc["nodes"], doc["outputs"]
         chk = _Checker(lambda: {r["id"] for r in raw_nodes if isinstance(r, dict) and _is_int(r.get("id"))})
-        nodes = []
+        nodes: list[Node] = []
         append, fast, no_attrs = nodes.append, chk.fast, _NO_ATTRS
         count = len(doc)
         for raw in raw_nodes:

@@ -48,13 +48,14 @@ _PRINT_SIZE = "(print-size)"
 def enode_count(egraph: bindings.EGraph) -> int:
     """E-nodes over the expression constructors (not the loading relations, not `Ref`)."""
     (out,) = egraph.run_program(*egraph.parse_program(_PRINT_SIZE))
+    assert isinstance(out, bindings.PrintAllFunctionsSize)  # what (print-size) outputs
     return sum(n for name, n in out.sizes if not name.startswith("Node") and name != "Ref")
 
 
 def eclass_count(egraph: bindings.EGraph) -> int:
     """Distinct e-classes (needs a freeze: explore asks for it per iteration, lowering once)."""
     frozen = egraph.freeze()
-    classes = set()
+    classes: set[int] = set()
     for name, fn in frozen.functions.items():
         if fn.output_sort == "Expr":
             classes.update(egraph.value_to_i64(row.output) for row in fn.rows)
@@ -74,6 +75,7 @@ def saturate(
     for index in range(1, limits.iterations + 1):
         t0 = time.perf_counter()
         (out,) = egraph.run_program(*run)
+        assert isinstance(out, bindings.RunScheduleOutput)  # what (run ...) outputs
         report = out.report
         matches = {k: v for k, v in report.num_matches_per_rule.items() if v}
         for k, v in report.num_matches_per_rule.items():

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..egraph.language import LEAF, REF, SCALAR, encode
-from ..egraph.tables import Tables
+from ..egraph.tables import Members, Tables
 from ..convert import is_own
 from ..extract import Costs, Decoded, Extraction, greedy
 from ..graph import Graph, Node
@@ -356,7 +356,7 @@ class Describer:
         return Choice(node, c, alts)
 
 
-def rewritten(t: Tables, graph: Graph, nodes_by_class: Sequence[Sequence[int]], node: Node) -> bool:
+def rewritten(t: Tables, graph: Graph, nodes_by_class: Members, node: Node) -> bool:
     """Whether the node's class holds a form other than the node itself (leaves are never listed)."""
     if node.op in ("Input", "Param", "Constant"):
         return False

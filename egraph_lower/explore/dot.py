@@ -138,14 +138,14 @@ def render(ex: Exploration, max_classes: int = 400, max_enodes_per_class: int = 
     if need_left_out:
         out.append(f"  left_out [label={quote(f'{left_classes} e-classes left out')}, shape=note,"
                    " fillcolor=\"#fff4d6\"];")
-    for n, k in edges:
-        if k is None:
+    for n, kid in edges:
+        if kid is None:
             out.append(f"  e{n} -> left_out [style=dotted];")
             continue
-        head = anchor[k]
-        if t.eclass[n] == k:
+        head = anchor[kid]
+        if t.eclass[n] == kid:
             out.append(f"  e{n} -> {head};")
         else:
-            out.append(f"  e{n} -> {head} [lhead=cluster_{k}];")
+            out.append(f"  e{n} -> {head} [lhead=cluster_{kid}];")
     out.append("}")
     return "\n".join(out) + "\n"

@@ -169,7 +169,7 @@ def growth_svg(iterations: Sequence[dict[str, Any]]) -> str:
                 parts.append(f'<circle cx="{X(it["index"]):.1f}" cy="{Y(it[key]):.1f}" r="3.2" fill="{color}">'
                              f'<title>iteration {it["index"]}: {it[key]:,} {name}</title></circle>')
     parts.append(f'<line x1="{left}" y1="{top + ph}" x2="{w - right}" y2="{top + ph}" stroke="#98a2b3"/>')
-    lx = left + 10
+    lx: float = left + 10
     for color, name in (("#3b6fd8", "e-nodes"), ("#1e8a4c", "e-classes"), ("#c9b8ef", "rule matches (right axis)")):
         parts.append(f'<rect x="{lx}" y="{top + 2}" width="12" height="12" rx="2" fill="{color}"/>'
                      f'<text x="{lx + 17}" y="{top + 12}" font-size="11.5" fill="#344054">{name}</text>')
@@ -253,7 +253,7 @@ def graph_svg(graph: Graph, backend: Backend, max_nodes: int = MAX_DRAWN, uid: s
     extra: list[str] = []
     for li, ((shown, more), (ws, lw)) in enumerate(zip(rows, widths)):
         x = pad + (total_w - 2 * pad - lw) / 2
-        y = pad + li * (bh + vgap)
+        y: float = pad + li * (bh + vgap)
         for n, bw in zip(shown, ws):
             pos[n.id] = (x + bw / 2, y, bw)
             x += bw + hgap

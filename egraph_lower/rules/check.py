@@ -37,6 +37,7 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import SupportsFloat, cast
 
 import numpy as np
 
@@ -126,7 +127,7 @@ def eval_term(t: Term, env: dict[str, object], dtype: str) -> np.ndarray:
         return apply("Constant", {"value": t.value}, [], dtype, shape=[])
     assert isinstance(t, App)
     if t.ctor == language.SCALAR:
-        return apply("Constant", {"value": float(env[t.params[0]])}, [], dtype, shape=[])
+        return apply("Constant", {"value": float(cast(SupportsFloat, env[t.params[0]]))}, [], dtype, shape=[])
     op, attrs = language.decode(t.ctor, tuple(_field(p, env) for p in t.params))
     args = [eval_term(a, env, dtype) for a in t.args]
     return apply(op, attrs, args, "bool" if op == "Compare" else dtype)
@@ -315,8 +316,8 @@ def format_table(results: Sequence[CheckResult]) -> str:
     for name, per in by_rule.items():
         cells = []
         for d in dtypes:
-            r = per.get(d)
-            cells.append(f"{'':>17}" if r is None else f"{_num(r.worst):>8} [{_num(r.fused):>6}]")
+            cell = per.get(d)
+            cells.append(f"{'':>17}" if cell is None else f"{_num(cell.worst):>8} [{_num(cell.fused):>6}]")
         bad = [r for r in per.values() if not r.ok]
         status = "ok" if not bad else "FAIL " + "; ".join(f"{r.dtype} at {_fmt_point(r.point)}" for r in bad)
         lines.append(f"{name:<{width}}  " + "  ".join(cells) + "  " + status)
