@@ -100,7 +100,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
     graph = load_graph(args.graph)
     compare = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
     progress = _progress(not args.quiet)
-    ex = explore(graph, args.backend, compare=compare, limits=_limits(args), progress=progress)
+    ex = explore(graph, args.backend, compare=compare, limits=_limits(args), progress=progress,
+                 extractor=args.extractor)
     if progress:
         sys.stderr.write("\n")
     if args.json:
@@ -155,6 +156,7 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--json", metavar="FILE", help="write the report as JSON")
     ex.add_argument("--html", metavar="FILE", help="write the report as a self-contained HTML page")
     ex.add_argument("--dot", metavar="FILE", help="write the e-graph as Graphviz DOT")
+    ex.add_argument("--extractor", choices=EXTRACTORS, default="greedy", help="default greedy")
     ex.add_argument("--quiet", "-q", action="store_true", help="no summary, no progress")
     _add_limits(ex)
     ex.set_defaults(func=cmd_explore)

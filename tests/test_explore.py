@@ -447,3 +447,14 @@ def test_a_compared_backend_without_a_form_is_reported_not_fatal(tmp_path: Path)
     assert "no runnable graph" in e.to_html()
     with pytest.raises(el.LowerError):  # the explored backend itself must have a form
         explore(small_graph(), str(tiny))
+
+
+def test_explore_with_the_exact_extractor(tmp_path: Path) -> None:
+    pytest.importorskip("scipy")
+    graph = el.load_graph(el.__path__[0] + "/examples/mlp_step.json")
+    greedy = el.explore(graph, "wgpu").report()
+    exact = el.explore(graph, "wgpu", extractor="exact").report()
+    assert exact["after"]["cost"] <= greedy["after"]["cost"] + 1e-9
+    for choice in exact["choices"]:
+        chosen = [a for a in choice["alternatives"] if a["chosen"]]
+        assert len(chosen) <= 1 and all(a["legal"] for a in chosen)

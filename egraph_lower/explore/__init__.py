@@ -157,13 +157,13 @@ def _unique(backends: Iterable[Backend]) -> tuple[Backend, ...]:
     return tuple(seen.values())
 
 
-def _lower_for(s: Saturated, backend: Backend, matcher: Matcher, main: bool) -> Lowered:
+def _lower_for(s: Saturated, backend: Backend, matcher: Matcher, main: bool, extractor: str) -> Lowered:
     t0 = time.perf_counter()
     ex: Extraction | None = None
     graph: Graph | None = None
     error: str | None = None
     try:
-        ex, costs = extract_for(s, backend)
+        ex, costs = extract_for(s, backend, extractor)
     except LowerError as e:
         if main:
             raise
@@ -183,8 +183,10 @@ def explore(
     compare: Iterable[str | Backend] = (),
     limits: Limits = Limits(),
     progress: Callable[[Iteration], None] | None = None,
+    extractor: str = "greedy",
 ) -> Exploration:
-    """Saturate one e-graph for `backend` and the `compare` backends together, extract for each."""
+    """Saturate one e-graph for `backend` and the `compare` backends together, extract for each
+    (with `extractor`: greedy, exact or tree, as `lower` does)."""
     if isinstance(graph, str):
         graph = load_graph(graph)
     target = backends_mod.load(backend)
@@ -192,10 +194,10 @@ def explore(
     start = time.perf_counter()
     s = saturate_graph(graph, _unique((target, *others)), limits, progress, count_eclasses=True)
     matcher = Matcher(s.tables, s.rules)
-    lowered = {target.name: _lower_for(s, target, matcher, main=True)}
+    lowered = {target.name: _lower_for(s, target, matcher, main=True, extractor=extractor)}
     for b in others:
         if b.name not in lowered:
-            lowered[b.name] = _lower_for(s, b, matcher, main=False)
+            lowered[b.name] = _lower_for(s, b, matcher, main=False, extractor=extractor)
     seconds = dict(s.seconds)
     seconds.update({f"extract {k}": v.seconds for k, v in lowered.items()}, total=time.perf_counter() - start)
     return Exploration(graph, target, others, s, lowered, seconds)
