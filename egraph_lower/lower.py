@@ -62,7 +62,7 @@ class Report:
             return "not runnable" if c is None else f"{c:,.2f}"
 
         s = self.seconds
-        fired = sorted(self.rules_fired.items(), key=lambda kv: -kv[1])
+        fired = sorted(self.rules_fired.items(), key=lambda kv: (-kv[1], kv[0]))
         lines = [
             f"lowered {self.graph or 'graph'} for {self.backend}",
             f"  before  {self.before['nodes']:>9,} nodes   cost {cost(self.before['cost'])}",
