@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from typing import NoReturn
 
 from . import backends
 from .egraph.saturate import Iteration, Limits
@@ -122,8 +123,15 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=d.seconds, metavar="S", help=f"saturation seconds, default {d.seconds:g}")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are bad input too: one line on stderr, exit status 2 (`--help` has the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description="Lower backward ops for a backend by equality saturation.")
+    p = _Parser(prog=PROG, description="Lower backward ops for a backend by equality saturation.")
     sub = p.add_subparsers(dest="command", required=True)
 
     lo = sub.add_parser("lower", help="lower a graph for a backend")

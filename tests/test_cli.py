@@ -185,3 +185,10 @@ def test_rules_check_prints_the_table() -> None:
     r = run("rules", "--check")
     assert r.returncode == 0, r.stderr
     assert "f32" in r.stdout and "gelu-bwd" in r.stdout
+
+
+@pytest.mark.parametrize("args", [["lower", str(EXAMPLE)], ["lower"], ["frobnicate"], ["lower", str(EXAMPLE), "-b", "metal", "--max-iterations", "x"]])
+def test_usage_errors_are_one_line(args: list[str]) -> None:
+    r = run(*args)
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("egraph-lower"), r.stderr
