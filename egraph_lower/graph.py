@@ -187,7 +187,7 @@ def _node_lines(nodes: list[Node]) -> list[str]:
                             if s_attrs is None:
                                 s_attrs = attrs_json[key] = f'"attrs": {{{_json_str(k)}: {_json_str(v)}}}, '
                         else:
-                            json_key = _json_attrs_key(attrs)
+                            json_key = attrs_key(attrs, floats=False)
                             s_attrs = attrs_json.get(json_key) if json_key is not None else None
                             if s_attrs is None:
                                 s_attrs = f'"attrs": {json.dumps(attrs, separators=_NODE_SEPARATORS)}, '
@@ -206,9 +206,11 @@ def _node_lines(nodes: list[Node]) -> list[str]:
     return lines
 
 
-def _json_attrs_key(attrs: dict[str, Any]) -> tuple[Any, ...] | None:
-    """A key equal only for attributes that JSON writes alike, or None. Types are part of it (1,
-    1.0 and true are equal in Python); floats have none (0.0 and -0.0 are equal, written apart)."""
+def attrs_key(attrs: dict[str, Any], floats: bool = True) -> tuple[Any, ...] | None:
+    """A hashable key equal only for attributes that are alike value and type (1, 1.0 and true are
+    equal in Python, not to the format), or None where there is none: string keys, and values that
+    are strings, ints, bools, lists of ints and (with `floats`) floats. JSON caching passes
+    floats=False: 0.0 and -0.0 are equal but written apart."""
     key: list[Any] = []
     for k, v in attrs.items():
         t = type(v)
@@ -216,7 +218,7 @@ def _json_attrs_key(attrs: dict[str, Any]) -> tuple[Any, ...] | None:
             return None
         if t is str:
             key.append((k, v))
-        elif t is int or t is bool:
+        elif t is int or t is bool or (floats and t is float):
             key.append((k, t, v))
         elif t is list and set(map(type, v)) <= _INT:
             key.append((k, list, tuple(v)))

@@ -21,7 +21,7 @@ import numpy as np
 from . import ops
 from .dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES
 from .errors import GraphError
-from .graph import FORMAT, VERSION, Graph, Node, gc_paused, new_node
+from .graph import FORMAT, VERSION, Graph, Node, attrs_key, gc_paused, new_node
 
 Meta = tuple[tuple[int, ...], str | None]
 MAX_ELEMENTS = 1 << 62  # a bound on every dimension and element count: int64 arithmetic stays safe
@@ -490,27 +490,7 @@ def _check_outputs(outputs: list[Any], metas: dict[int, Meta]) -> None:
 
 _NO_ATTRS: dict[str, Any] = {}
 _NAMED = (object(),)  # the attributes key of every {"name": a valid name}
-_INT = frozenset({int})
 _ARITY = {name: spec.arity for name, spec in ops.OPS.items()}
-
-
-def _attrs_key(attrs: dict[str, Any]) -> tuple[Any, ...] | None:
-    """A hashable key equal only for attributes every check treats alike, or None (no key: check).
-
-    Equal keys need equal types as well as equal values: 1, 1.0 and true are equal in Python but
-    not to the checks. Strings, numbers, bools and lists of ints have keys; nothing else does."""
-    key: list[Any] = []
-    for k, v in attrs.items():
-        t = type(v)
-        if t is str:
-            key.append((k, v))
-        elif t is int or t is bool or t is float:
-            key.append((k, t, v))
-        elif t is list and set(map(type, v)) <= _INT:
-            key.append((k, list, tuple(v)))
-        else:
-            return None
-    return tuple(key)
 
 
 class _Checker:
@@ -586,8 +566,8 @@ def _fast_path(metas: dict[int, Meta], feeds: dict[str, tuple[int, Meta]]) -> Ca
             shape_t = shapes[st] = st
         if not attrs:
             akey: tuple[Any, ...] | None = ()
-        elif len(akey := tuple(attrs.items())) != 1 or type(akey[0][1]) is not str:  # else: as _attrs_key
-            if (akey := _attrs_key(attrs)) is None:
+        elif len(akey := tuple(attrs.items())) != 1 or type(akey[0][1]) is not str:  # else: as attrs_key
+            if (akey := attrs_key(attrs)) is None:
                 return None
         elif (op == "Input" or op == "Param") and akey[0][0] == "name":
             # check_attrs of {"name": v} is the check of v: made here, and the rest memoised once, not
