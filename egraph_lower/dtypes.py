@@ -37,4 +37,6 @@ def round_to(value: float, dtype: str) -> float | int | bool:
         return bool(value)
     if dtype in INT_DTYPES:
         return int(value)
-    return float(np.asarray(value, dtype=np.float64).astype(DTYPES[dtype]).astype(np.float64))
+    from .arrays import _round_float  # rounds once: ml_dtypes' float64 -> bf16 goes through f32
+
+    return float(_round_float(value, dtype).astype(np.float64))

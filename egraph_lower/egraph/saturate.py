@@ -37,10 +37,6 @@ class Saturation:
     rule_seconds: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
 
-    @property
-    def enodes(self) -> int:
-        return self.iterations[-1].enodes if self.iterations else 0
-
 
 _PRINT_SIZE = "(print-size)"
 
