@@ -14,11 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from .dtypes import round_to
 from .egraph.language import LEAF, SCALAR, encode
-from .egraph.tables import Tables
-from .extract import Decoded, Extraction
-from .graph import Graph, Node, new_node
+from .egraph.tables import MAX_ARITY, Tables
+from .extract import ClassMetas, Decoded, Extraction, _keys
+from .graph import Graph, Node, attrs_key, new_node
+from .ops import LEAF_OPS
 from .provenance import Matcher
 from .validate import Meta
 
@@ -78,7 +81,7 @@ def to_graph(
     t: Tables,
     ex: Extraction,
     graph: Graph,
-    metas: Sequence[Meta | None],
+    metas: ClassMetas,
     decoded: Decoded,
     matcher: Matcher | None,
 ) -> Graph:
@@ -95,77 +98,155 @@ class _NotChildrenFirst(Exception):
     pass
 
 
+def _own_sigs(t: Tables, graph: Graph, origin: list[Node]) -> np.ndarray:
+    """Per original node in `origin`: the signature of its own e-node (-1 if it has none)."""
+    sig_ids = {key: i for i, key in enumerate(t.sigs)}
+    by_id = graph.by_id
+    out = np.empty(len(origin), dtype=np.int64)
+    cache: dict[tuple[Any, ...], int] = {}
+    for i, node in enumerate(origin):
+        rank = len(by_id[node.inputs[0]].shape) if node.inputs else 0
+        key = (node.op, attrs_key(node.attrs), rank)
+        if key not in cache or key[1] is None:
+            if node.op in LEAF_OPS:
+                cache[key] = -2  # a leaf: its e-node is keyed by the node's id, checked apart
+            else:
+                cache[key] = sig_ids.get(encode(node, rank), -1)
+        out[i] = cache[key]
+    return out
+
+
 def _emit(
     t: Tables,
     ex: Extraction,
     order: Sequence[int],
     graph: Graph,
-    metas: Sequence[Meta | None],
+    metas: ClassMetas,
     decoded: Decoded,
     matcher: Matcher | None,
 ) -> Graph:
-    roots = [t.ref[o] for o in graph.outputs]
-    origins = _origins(t, graph)
-    own = {c: is_own(t, ex.choice[c], node, graph) for c, node in origins.items() if c in ex.choice}
-    members = t.nodes_by_class()
-    # Provenance flows from the outputs down: a class with no original node of its own
-    # belongs to the original node above it, and adds the rule that made it (only a
-    # class holding several e-nodes can have been rewritten).
-    label: dict[int, str] = {}
-    for c in reversed(order):
-        n = ex.choice[c]
-        node = origins.get(c)
-        here = (node.name or f"n{node.id}") if node is not None else label.get(c, "?")
-        if matcher is not None and members.size(c) > 1 and not own.get(c, False):
-            rule = matcher.rule_of(c, n)
-            if rule:
-                here = f"{here}/{rule}"
-        label[c] = here
-        for k in t.children[n]:
-            if k not in label:
-                label[k] = here
+    """The chosen e-nodes as nodes, `order` (children first) prepared as arrays, then one
+    loop that makes the nodes: scalar constants first, then one node per non-scalar class."""
+    n = len(order)
+    cls = np.asarray(order, dtype=np.int64)
+    picked = np.fromiter(map(ex.choice.__getitem__, order), dtype=np.int64, count=n)
+    sig, kids = t.sig_array[picked], t.kids_array[picked]
+    has_kid = kids >= 0
+    safe = np.where(has_kid, kids, 0)
+    sig_scalar = np.array([ctor == SCALAR for ctor, _ in t.sigs], dtype=bool)
+    sig_leaf = np.array([ctor == LEAF for ctor, _ in t.sigs], dtype=bool)
+    scalar = sig_scalar[sig]
+    pos = np.full(t.n_classes, -1, dtype=np.int64)
+    pos[cls] = np.arange(n)
+    kpos = np.where(has_kid, pos[safe], -2)
+    kid_scalar = has_kid & (kpos >= 0) & scalar[np.maximum(kpos, 0)]
+    if ((kpos == -1) | (has_kid & ~kid_scalar & (kpos >= np.arange(n)[:, None]))).any():
+        raise _NotChildrenFirst
 
+    # Scalar literals: one Constant per (value, dtype), the dtype its user's operand needs.
+    mids = metas.ids
+    uses = np.argwhere(kid_scalar)  # (position, operand)
+    const_of_use = np.empty(len(uses), dtype=np.int64)
+    constants: dict[tuple[float, str], int] = {}
+    if len(uses):
+        user, operand = uses[:, 0], uses[:, 1]
+        kid_meta = np.where(has_kid[user], mids[safe[user]], -2)
+        rows, inverse = _keys(sig[user], operand, mids[cls[user]], kid_meta, sig[kpos[user, operand]])
+        use_const = []
+        for row in rows.tolist():
+            k_metas = [metas.table[i] if i >= 0 else None for i in row[3:3 + MAX_ARITY] if i != -2]
+            dtype = _operand_dtype(t.sigs[row[0]][0], row[1], k_metas, metas.table[row[2]])
+            use_const.append(constants.setdefault((t.sigs[row[-1]][1][0], dtype), len(constants)))
+        const_of_use = np.array(use_const, dtype=np.int64)[inverse.ravel()]
+
+    # Node ids: the constants, then the non-scalar classes in order.
+    n_const = len(constants)
+    out_id = np.cumsum(~scalar) - 1 + n_const
+    inputs = np.where(has_kid, out_id[np.maximum(kpos, 0)], -1)
+    if len(uses):
+        inputs[uses[:, 0], uses[:, 1]] = const_of_use
+
+    # Original nodes: a class holding one keeps its attributes and name where its chosen
+    # e-node is the node itself (same signature, same input classes).
+    origin_pos: dict[int, Node] = {}
+    for node in graph.nodes:
+        p_ = pos[t.ref[node.id]]
+        if p_ >= 0 and p_ not in origin_pos:
+            origin_pos[int(p_)] = node
+    opos = np.fromiter(origin_pos.keys(), dtype=np.int64, count=len(origin_pos))
+    onodes = list(origin_pos.values())
+    own_sig = _own_sigs(t, graph, onodes)
+    want_kids = np.full((len(onodes), kids.shape[1]), -1, dtype=np.int64)
+    for i, node in enumerate(onodes):
+        if node.op not in LEAF_OPS:
+            want_kids[i, :len(node.inputs)] = [t.ref[x] for x in node.inputs]
+    own_rows = (sig[opos] == own_sig) & (kids[opos] == want_kids).all(axis=1)
+    leaf_rows = own_sig == -2
+    own = np.zeros(n, dtype=bool)
+    own[opos[own_rows | leaf_rows]] = True
+
+    # Provenance: a class without an original node belongs to its last user in `order`
+    # (the first met from the outputs down), and each rewritten class adds its rule.
+    parent = np.full(n, -1, dtype=np.int64)
+    users = np.broadcast_to(np.arange(n)[:, None], kids.shape)[has_kid & (kpos >= 0)]
+    np.maximum.at(parent, kpos[has_kid & (kpos >= 0)], users)
+    suffix = _rules(t, cls, picked, own, matcher)
+    base: list[str | None] = [None] * n
+    for p_, node in origin_pos.items():
+        base[p_] = node.name or f"n{node.id}"
+    parent_l = parent.tolist()
+    label: list[str] = [""] * n
+    for i in range(n - 1, -1, -1):
+        here = base[i]
+        if here is None:
+            j = parent_l[i]
+            here = label[j] if j >= 0 else "?"
+        rule = suffix[i]
+        label[i] = f"{here}/{rule}" if rule else here
+
+    # The nodes.
     nodes: list[Node] = []
-    ids: dict[int, int] = {}
-    scalars: dict[tuple[float, str], int] = {}
-
-    def add(op: str, inputs: Sequence[int], meta: Meta, attrs: dict[str, Any], name: str | None) -> int:
-        nid = len(nodes)
-        nodes.append(new_node(nid, op, tuple(inputs), tuple(meta[0]), meta[1], attrs, name))  # type: ignore[arg-type]
-        return nid
-
-    def scalar(value: float, dtype: str) -> int:
-        key = (value, dtype)
-        if key not in scalars:
-            scalars[key] = add("Constant", (), ((), dtype), {"value": round_to(value, dtype)}, None)
-        return scalars[key]
-
-    for c in order:
-        n = ex.choice[c]
-        ctor = t.ctor[n]
-        meta = metas[c]
+    for (value, dtype), _ in sorted(constants.items(), key=lambda kv: kv[1]):
+        nodes.append(new_node(len(nodes), "Constant", (), (), dtype, {"value": round_to(value, dtype)}, None))
+    sig_l, cls_l, own_l, scalar_l = sig.tolist(), cls.tolist(), own.tolist(), scalar.tolist()
+    meta_of = [metas.table[i] if i >= 0 else None for i in mids[cls].tolist()]
+    inputs_l = inputs.tolist()
+    arity = has_kid.sum(axis=1).tolist()
+    sigs = t.sigs
+    for i in range(n):
+        if scalar_l[i]:
+            continue
+        meta = meta_of[i]
         assert meta is not None
-        if ctor == SCALAR:
+        nid = len(nodes)
+        if sig_leaf[sig_l[i]]:
+            src = graph.by_id[sigs[sig_l[i]][1][0]]
+            nodes.append(new_node(nid, src.op, (), src.shape, src.dtype, dict(src.attrs), src.name))
             continue
-        if ctor == LEAF:
-            src = graph.by_id[t.fields[n][0]]
-            ids[c] = add(src.op, (), (src.shape, src.dtype), dict(src.attrs), src.name)
-            continue
-        kids = t.children[n]
-        inputs = [ids.get(k, -1) for k in kids]
-        if -1 in inputs:  # scalar literals, as constants of the dtype their user needs
-            kid_metas = [metas[k] for k in kids]
-            for pos, k in enumerate(kids):
-                if inputs[pos] == -1:
-                    if t.ctor[ex.choice[k]] != SCALAR:
-                        raise _NotChildrenFirst
-                    value = t.fields[ex.choice[k]][0]
-                    inputs[pos] = scalar(value, _operand_dtype(ctor, pos, kid_metas, meta))
-        if own.get(c, False):
-            node = origins[c]
-            ids[c] = add(node.op, inputs, meta, dict(node.attrs), node.name)
+        ins = tuple(inputs_l[i][:arity[i]])
+        if own_l[i]:
+            node = origin_pos[i]
+            nodes.append(new_node(nid, node.op, ins, meta[0], meta[1], dict(node.attrs), node.name))
         else:
-            op, attrs, _ = decoded(ctor, t.fields[n])
-            ids[c] = add(op, inputs, meta, dict(attrs), label[c])
-    # Scalar constants were appended when first used, so every input precedes its user.
-    return Graph(nodes=nodes, outputs=[ids[r] for r in roots], name=graph.name)
+            ctor, fields = sigs[sig_l[i]]
+            op, attrs, _ = decoded(ctor, fields)
+            nodes.append(new_node(nid, op, ins, meta[0], meta[1], dict(attrs), label[i]))
+    root_out = out_id[pos[roots_of(t, graph)]].tolist()
+    return Graph(nodes=nodes, outputs=root_out, name=graph.name)
+
+
+def roots_of(t: Tables, graph: Graph) -> list[int]:
+    return [t.ref[o] for o in graph.outputs]
+
+
+def _rules(t: Tables, cls: np.ndarray, picked: np.ndarray, own: np.ndarray, matcher: Matcher | None) -> list[str | None]:
+    """The rule that made each chosen e-node, where its class was rewritten (holds more than one e-node)."""
+    out: list[str | None] = [None] * len(cls)
+    if matcher is None:
+        return out
+    members = t.nodes_by_class()
+    sizes = np.diff(np.frombuffer(members.starts, dtype=np.int64))
+    ask = np.flatnonzero((sizes[cls] > 1) & ~own)
+    for i, rule in zip(ask.tolist(), matcher.rules_of(cls[ask], picked[ask])):
+        out[i] = rule
+    return out

@@ -61,9 +61,21 @@ class ClassMetas(list):  # type: ignore[type-arg]
     table: list[Meta]
 
 
+_MIX = np.random.default_rng(2026).integers(1, 2**63, size=64, dtype=np.int64).astype(np.uint64) | np.uint64(1)
+
+
 def _keys(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows of int64 columns, and for each row the index of its distinct row."""
-    rows = np.ascontiguousarray(np.column_stack(columns))
+    """Distinct rows of int64 columns, and for each row the index of its distinct row.
+    Rows are told apart by a 64-bit mix of their values, checked exactly afterwards
+    (a collision, never seen, falls back to comparing whole rows)."""
+    rows = np.ascontiguousarray(np.column_stack(columns), dtype=np.int64)
+    if rows.shape[1] <= len(_MIX):
+        mixed = rows.view(np.uint64) * _MIX[:rows.shape[1]]
+        h = mixed.sum(axis=1, dtype=np.uint64)
+        _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+        if np.array_equal(rows[first][inverse], rows):
+            return rows[first], inverse
     packed = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
     _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
     return rows[first], inverse.ravel()
@@ -170,22 +182,27 @@ class Costs:
         self.t, self.metas, self.backend, self.decoded = t, metas, backend, decoded
 
     def all(self) -> list[float | None]:
-        """The kernel cost of every e-node, computed once per distinct (constructor, fields, metas)."""
+        """The kernel cost of every e-node, None where the backend cannot run it."""
+        return [None if c == np.inf else c for c in self.array().tolist()]
+
+    def array(self) -> np.ndarray:
+        """The kernel cost of every e-node (inf where the backend cannot run it), computed
+        once per distinct (constructor, fields, metas)."""
         t, metas = self.t, self.metas
         ids = metas.ids
         out_ids = ids[t.eclass_array]
         kid = _child_metas(t, ids)
         idx = np.flatnonzero((out_ids >= 0) & (kid != -1).all(axis=1))
-        costs = np.full(t.n_nodes, np.nan)
+        costs = np.full(t.n_nodes, np.inf)
         if idx.size:
             rows, inverse = _keys(t.sig_array[idx], out_ids[idx], kid[idx])
             unique = np.empty(len(rows))
             for j, row in enumerate(rows.tolist()):
                 ctor, fields = t.sigs[row[0]]
                 c = self._cost(ctor, fields, [metas.table[i] for i in row[2:] if i != -2], metas.table[row[1]])
-                unique[j] = np.nan if c is None else c
+                unique[j] = np.inf if c is None else c
             costs[idx] = unique[inverse]
-        return [None if c != c else c for c in costs.tolist()]
+        return costs
 
     def _cost(self, ctor: str, fields: tuple[Any, ...], ins: Sequence[Meta], out: Meta) -> float | None:
         if ctor == LEAF:
@@ -206,14 +223,14 @@ class Greedy:
     settled: list[int]  # classes in the order they settled: children before parents
 
 
-def greedy(t: Tables, costs: Costs, roots: Sequence[int]) -> Greedy:
+def greedy(t: Tables, costs: Costs, roots: Sequence[int], kernel: np.ndarray | None = None) -> Greedy:
     """The least tree cost of every class the roots reach: an e-node costs its kernel plus
     the cost of its distinct child classes. Depth first and iterative (no recursion limit):
     a class is settled once all the classes below it are. An e-node that would close a
     cycle (a child still being settled above it) is passed over."""
     members = t.nodes_by_class()
     children = t.children
-    node_cost = costs.all()
+    node_cost = [None if c == np.inf else c for c in (costs.array() if kernel is None else kernel).tolist()]
     choice: list[int] = [-1] * t.n_classes
     # value[c]: the settled tree cost of c; None while unseen or being settled, or without a legal form
     value: list[float | None] = [None] * t.n_classes
@@ -309,21 +326,57 @@ EXTRACTORS = ("greedy", "exact", "tree")
 
 def extract(t: Tables, costs: Costs, roots: Sequence[int], describe: Sequence[tuple[int, str]] = (),
             method: str = "greedy") -> Extraction:
-    """`tree`: the bottom-up pass alone; `greedy` (the default): then the DAG-aware local
-    search of `improve`; `exact`: the integer program of `exact`."""
+    """`greedy` (the default): the new-work pass of `anchored`, then the DAG-aware local
+    search of `improve`; `tree`: the plain tree-cost pass alone; `exact`: the integer
+    program of `exact`. Where the new-work pass cannot decide (a cycle in its choice, or
+    infeasibility spreading deep), greedy starts from the tree-cost pass instead."""
     from .exact import extract_exact
     from .improve import improve
 
     if method not in EXTRACTORS:
         raise LowerError(f"unknown extractor {method!r}: use one of {', '.join(EXTRACTORS)}")
-    g = greedy(t, costs, roots)
+    kernel = costs.array()
+    if method == "greedy":
+        ex = _new_work(t, kernel, roots, costs.backend.name, describe)
+        if ex is not None:
+            return improve(t, kernel, ex.greedy, ex.best, ex.extraction, roots)
+    g = greedy(t, costs, roots, kernel)
     ex = select(t, g, roots, costs.backend.name, describe)
     if method == "greedy":
-        ex = improve(t, g.node_cost, g.choice, g.best, ex, roots)
+        ex = improve(t, kernel, g.choice, g.best, ex, roots)
     elif method == "exact":
         ex = extract_exact(t, g, roots)
     ex.order = [c for c in g.settled if c in ex.choice]  # a topological order, unless a switch made a cycle-closing choice
     return ex
+
+
+@dataclass
+class _Start:
+    extraction: Extraction
+    greedy: Sequence[int]  # per class: the new-work choice
+    best: Sequence[float]
+
+
+def _new_work(t: Tables, kernel: np.ndarray, roots: Sequence[int], backend: str,
+              describe: Sequence[tuple[int, str]]) -> _Start | None:
+    from array import array
+
+    from .anchored import Cycle, price, settle
+
+    anchored = np.zeros(t.n_classes, dtype=bool)
+    anchored[list(t.ref.values())] = True
+    priced = price(t, kernel, anchored)
+    if priced is None:
+        return None
+    try:
+        order, picked = settle(t, priced.choice, list(roots))
+    except Cycle:
+        return None
+    if -1 in picked:
+        raise LowerError(_no_form(priced.choice, describe, backend))
+    per_class = dict(zip(order, kernel[picked].tolist()))
+    ex = Extraction(dict(zip(order, picked)), sum(per_class.values()), per_class, order)
+    return _Start(ex, array("q", priced.choice.tobytes()), array("d", priced.best.tobytes()))
 
 
 def _no_form(choice: Sequence[int], describe: Sequence[tuple[int, str]], backend: str) -> str:

@@ -12,6 +12,7 @@ Reference counts make each trial cost only the part of the graph it touches.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,12 +21,14 @@ from .egraph.tables import Tables
 from .extract import Extraction
 
 _EPS = 1e-9
+_INF = float("inf")
 
 
 class _State:
-    def __init__(self, t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int], ex: Extraction,
+    def __init__(self, t: Tables, node_cost: Sequence[float], greedy: Sequence[int], ex: Extraction,
                  roots: Sequence[int]) -> None:
         self.t, self.node_cost, self.greedy = t, node_cost, greedy
+        self.flat, self.start = t.kid_rows
         self.choice = dict(ex.choice)
         # refs[c]: how many chosen e-nodes use class c (each e-node once), roots never dropping to 0
         kids = np.sort(t.kids_array[np.fromiter(self.choice.values(), dtype=np.int64, count=len(self.choice))], axis=1)
@@ -38,7 +41,7 @@ class _State:
         self.log: list[tuple[str, int, int]] = []
 
     def _kids(self, n: int) -> set[int]:
-        return set(self.t.children[n])
+        return set(self.flat[self.start[n]:self.start[n + 1]])
 
     def _add_ref(self, k: int) -> float:
         """One more user of class k; if it was unused, select it (and its sub-DAG) and return the cost added."""
@@ -53,7 +56,7 @@ class _State:
                 n = self.greedy[c]
                 self.choice[c] = n
                 self.log.append(("sel", c, n))
-                added += self.node_cost[n]  # type: ignore[operator]
+                added += self.node_cost[n]
                 stack.extend(self._kids(n))
         return added
 
@@ -69,7 +72,7 @@ class _State:
             if r == 0:
                 n = self.choice.pop(c)
                 self.log.append(("unsel", c, n))
-                removed += self.node_cost[n]  # type: ignore[operator]
+                removed += self.node_cost[n]
                 stack.extend(self._kids(n))
         return removed
 
@@ -78,7 +81,7 @@ class _State:
         old = self.choice[c]
         self.choice[c] = new
         self.log.append(("set", c, old))
-        delta = self.node_cost[new] - self.node_cost[old]  # type: ignore[operator]
+        delta = self.node_cost[new] - self.node_cost[old]
         for k in self._kids(new):
             delta += self._add_ref(k)
         for k in self._kids(old):
@@ -179,7 +182,7 @@ def _touched(c: int, log: list[tuple[str, int, int]]) -> set[int]:
     return {c} | {k for what, k, _ in log if what == "sel"}
 
 
-def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int], best: Sequence[float],
+def improve(t: Tables, kernel: np.ndarray, greedy: Sequence[int], best: Sequence[float],
             ex: Extraction, roots: Sequence[int], passes: int = 3, work: float = 0.25) -> Extraction:
     """Local search over the chosen DAG; returns an extraction of no greater DAG cost.
 
@@ -190,7 +193,9 @@ def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int],
     50,000: small graphs are searched to the end), so it stays within a small multiple of
     the greedy pass.
     """
+    node_cost = array("d", kernel.tobytes())  # inf where the backend cannot run the e-node
     s = _State(t, node_cost, greedy, ex, roots)
+    kids_of = s._kids
     nodes = t.nodes_by_class()
     cyclic: set[int] | None = None  # computed at the first switch worth keeping
     budget = max(work * t.n_nodes, 50_000.0)  # small graphs are searched to the end
@@ -206,20 +211,19 @@ def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int],
         stack = [k]
         while stack:
             c = stack[-1]
-            kids = [j for j in set(t.children[greedy[c]]) if j not in s.choice and j not in added]
+            kids = [j for j in kids_of(greedy[c]) if j not in s.choice and j not in added]
             if kids:
                 stack.extend(kids)
                 budget -= len(kids)
                 continue
             stack.pop()
             if c not in added:
-                added[c] = node_cost[greedy[c]] + sum(  # type: ignore[operator]
-                    added[j] for j in set(t.children[greedy[c]]) if j not in s.choice)
+                added[c] = node_cost[greedy[c]] + sum(added[j] for j in kids_of(greedy[c]) if j not in s.choice)
         return added[k]
 
-    runnable = np.fromiter((c is not None for c in node_cost), dtype=bool, count=len(node_cost))
+    runnable = kernel < np.inf
     runnable_per_class = np.bincount(t.eclass_array[runnable], minlength=t.n_classes)
-    legal = {c: [n for n in nodes[c] if node_cost[n] is not None]
+    legal = {c: [n for n in nodes[c] if node_cost[n] < _INF]
              for c in np.flatnonzero(runnable_per_class > 1).tolist() if c in s.choice}
     for _ in range(passes):
         improved = False
@@ -228,13 +232,12 @@ def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int],
                 continue
             budget -= len(legal[c])
             cur = s.choice[c]
-            own = node_cost[cur] + sum(best[k] for k in set(t.children[cur]) if s.refs.get(k, 0) == 1)  # type: ignore[operator]
+            own = node_cost[cur] + sum(best[k] for k in kids_of(cur) if s.refs.get(k, 0) == 1)
             for n in legal[c]:
                 cost = node_cost[n]
-                assert cost is not None  # legal[c] holds only e-nodes with a cost
                 if n == s.choice[c] or cost >= own:
                     continue
-                kids = set(t.children[n])
+                kids = kids_of(n)
                 if any(greedy[k] < 0 and k not in s.choice for k in kids):
                     continue
                 if cost + sum(adds(k) for k in kids) >= own:
@@ -243,7 +246,7 @@ def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int],
                 delta = s.switch(c, n)
                 budget -= len(s.log)
                 if delta < -_EPS and cyclic is None:
-                    cyclic = cyclic_classes(t, [c is not None for c in node_cost])
+                    cyclic = cyclic_classes(t, runnable.tolist())
                 if delta < -_EPS and (not cyclic or s.cycle_free(_touched(c, s.log), cyclic)):
                     s.log.clear()
                     improved = True
@@ -257,4 +260,13 @@ def improve(t: Tables, node_cost: Sequence[float | None], greedy: Sequence[int],
         if not improved or budget < 0:
             break
     per_class = {c: node_cost[n] for c, n in s.choice.items()}
-    return Extraction(dict(s.choice), sum(per_class.values()), per_class)  # type: ignore[arg-type]
+    return Extraction(dict(s.choice), sum(per_class.values()), per_class, _order(ex.order, s.choice))
+
+
+def _order(before: list[int] | None, choice: dict[int, int]) -> list[int] | None:
+    """The chosen classes in the order the start had them (children first), if the search
+    added none; a class it added has no place there, and conversion orders afresh."""
+    if before is None or len(choice) > len(before):
+        return None
+    order = [c for c in before if c in choice]
+    return order if len(order) == len(choice) else None

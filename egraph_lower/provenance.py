@@ -13,8 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from .egraph.language import REF, SCALAR
 from .egraph.tables import Tables
+from .extract import _keys
 from .rules.dsl import App, Lit, Rule, Term, Var
 
 Binding = dict[str, Any]
@@ -94,6 +97,39 @@ class Matcher:
                 if depth <= 1 or all(self._shallow(s, k, b, depth - 1) for s, k in zip(pat.args, t.children[n])):
                     return True
         return False
+
+    def rules_of(self, classes: np.ndarray, chosen: np.ndarray) -> list[str | None]:
+        """`rule_of` for many classes at once: asked once per distinct local shape."""
+        if not len(classes):
+            return []
+        t = self.t
+        kids = t.kids_array[chosen]
+        has_kid = kids >= 0
+        shape = self._shapes(np.concatenate([classes, kids[has_kid]]))
+        rows, inverse = _keys(t.sig_array[chosen], shape[classes], np.where(has_kid, shape[np.maximum(kids, 0)], -2))
+        first = np.full(len(rows), -1, dtype=np.int64)
+        inverse = inverse.ravel()
+        first[inverse[::-1]] = np.arange(len(inverse))[::-1]  # the first class of each distinct shape
+        answers = [self.rule_of(c, n) for c, n in zip(classes[first].tolist(), chosen[first].tolist())]
+        return [answers[i] for i in inverse.tolist()]
+
+    def _shapes(self, classes: np.ndarray) -> np.ndarray:
+        """An id per class of its members' signatures (as a sorted multiset); -1 elsewhere."""
+        t = self.t
+        members = self.nodes
+        starts = np.frombuffer(members.starts, dtype=np.int64)
+        classes = np.unique(classes)
+        sizes = starts[classes + 1] - starts[classes]
+        out = np.full(t.n_classes, -1, dtype=np.int64)
+        ids: dict[tuple[int, ...], int] = {}
+        single = classes[sizes == 1]
+        only = t.sig_array[np.frombuffer(members.order, dtype=np.int64)[starts[single]]]
+        distinct, inv = np.unique(only, return_inverse=True)
+        out[single] = np.array([ids.setdefault((s,), len(ids)) for s in distinct.tolist()], dtype=np.int64)[inv.ravel()]
+        sig = t.sig
+        for c in classes[sizes > 1].tolist():
+            out[c] = ids.setdefault(tuple(sorted(sig[n] for n in members[c])), len(ids))
+        return out
 
     def rule_of(self, cls: int, chosen: int) -> str | None:
         """The rule whose right-hand side is the chosen e-node of `cls`, or None.

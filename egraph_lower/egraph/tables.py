@@ -1,15 +1,21 @@
-"""The saturated e-graph as plain Python tables, read from egglog's frozen rows.
+"""The saturated e-graph as columns, read from egglog's frozen rows.
 
-No terms are built and nothing recurses: every e-node becomes a row
-(constructor, primitive fields, child e-classes, e-class). E-classes keep
-egglog's own integer ids (they are dense enough to index lists directly).
-Extraction and conversion work on these tables.
+No terms are built and nothing recurses. Every e-node is a row: its signature
+(constructor and primitive fields, interned: `sigs[sig[n]]`), its child e-classes
+(`kids_array[n]`, -1 past its arity) and its e-class (`eclass_array[n]`), all NumPy
+arrays, so a million e-nodes cost a few bytes each rather than Python objects.
+E-classes keep egglog's own integer ids (dense enough to index arrays directly).
+`ctor`, `fields`, `children` and `eclass` give the same rows as Python lists, made
+when first asked for, for the passes that walk a few e-nodes at a time.
 """
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,14 +27,27 @@ _FIELDS = {LEAF: 1, SCALAR: 1, **{name: len(c.fields) for name, c in CTORS.items
 MAX_ARITY = max(c.arity for c in CTORS.values())
 
 
+class _Rows(Sequence[Any]):
+    """A read-only column computed per row from compact arrays."""
+
+    def __init__(self, get: Callable[[int], Any], n: int) -> None:
+        self._get, self._n = get, n
+
+    def __getitem__(self, n: int) -> Any:  # type: ignore[override]
+        return self._get(n)
+
+    def __len__(self) -> int:
+        return self._n
+
+
 class Members:
     """E-nodes by class, as one list sorted by class: `members[c]` is a slice of it,
     made when asked for, so a million mostly one-node classes cost no million lists."""
 
-    def __init__(self, order: list[int], starts: list[int]) -> None:
+    def __init__(self, order: Sequence[int], starts: Sequence[int]) -> None:
         self.order, self.starts = order, starts
 
-    def __getitem__(self, c: int) -> list[int]:
+    def __getitem__(self, c: int) -> Sequence[int]:
         return self.order[self.starts[c]:self.starts[c + 1]]
 
     def __len__(self) -> int:
@@ -40,20 +59,50 @@ class Members:
 
 @dataclass
 class Tables:
-    ctor: list[str] = field(default_factory=list)
-    fields: list[tuple[Any, ...]] = field(default_factory=list)
-    children: list[tuple[int, ...]] = field(default_factory=list)
-    eclass: list[int] = field(default_factory=list)
-    n_classes: int = 0  # one more than the largest e-class id (ids index lists directly)
+    sig_array: np.ndarray  # per e-node: index into `sigs`
+    sigs: list[tuple[str, tuple[Any, ...]]]  # distinct (constructor, fields)
+    kids_array: np.ndarray  # (e-nodes, MAX_ARITY) child classes, -1 past an e-node's arity
+    eclass_array: np.ndarray  # per e-node: its e-class
+    n_classes: int  # one more than the largest e-class id
     ref: dict[int, int] = field(default_factory=dict)  # original node id -> e-class
-    sig: list[int] = field(default_factory=list)  # per e-node: id of its (constructor, fields)
-    sigs: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)  # id -> (constructor, fields)
-    # (e-nodes, MAX_ARITY) child classes, -1 past an e-node's arity: the children for NumPy
-    kids_array: np.ndarray = field(default_factory=lambda: np.empty((0, MAX_ARITY), dtype=np.int64))
 
     @property
     def n_nodes(self) -> int:
-        return len(self.ctor)
+        return len(self.sig_array)
+
+    # Row views, indexed by e-node like lists, for passes that visit a few e-nodes at a time.
+    @cached_property
+    def sig(self) -> array[int]:
+        return array("q", self.sig_array.tobytes())
+
+    @cached_property
+    def ctor(self) -> _Rows:
+        sig, sigs = self.sig, self.sigs
+        return _Rows(lambda n: sigs[sig[n]][0], self.n_nodes)
+
+    @cached_property
+    def fields(self) -> _Rows:
+        sig, sigs = self.sig, self.sigs
+        return _Rows(lambda n: sigs[sig[n]][1], self.n_nodes)
+
+    @cached_property
+    def children(self) -> _Rows:
+        flat, start = self.kid_rows
+        return _Rows(lambda n: tuple(flat[start[n]:start[n + 1]]), self.n_nodes)
+
+    @cached_property
+    def eclass(self) -> array[int]:
+        return array("q", self.eclass_array.tobytes())
+
+    @cached_property
+    def kid_rows(self) -> tuple[array[int], array[int]]:
+        """The children as compact rows: e-node n's are `flat[start[n]:start[n + 1]]`
+        (machine integers, not a Python object per child: a million e-nodes fit in megabytes)."""
+        kids = self.kids_array
+        valid = kids >= 0
+        start = np.zeros(len(kids) + 1, dtype=np.int64)
+        np.cumsum(np.count_nonzero(valid, axis=1), out=start[1:])
+        return array("q", kids[valid].tobytes()), array("q", start.tobytes())
 
     def nodes_by_class(self) -> Members:
         """The e-nodes of each class id (empty for ids no class has)."""
@@ -61,39 +110,51 @@ class Tables:
 
     @cached_property
     def _members(self) -> Members:
-        order = np.argsort(self.eclass_array, kind="stable").tolist()
-        starts = [0, *np.cumsum(np.bincount(self.eclass_array, minlength=self.n_classes)).tolist()]
-        return Members(order, starts)
+        order = np.argsort(self.eclass_array, kind="stable")
+        starts = np.zeros(self.n_classes + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.eclass_array, minlength=self.n_classes), out=starts[1:])
+        return Members(array("q", order.tobytes()), array("q", starts.tobytes()))
 
     @cached_property
     def live_classes(self) -> int:
         return int(np.count_nonzero(np.bincount(self.eclass_array, minlength=self.n_classes)))
 
-    # The same tables as NumPy arrays, for the passes that work per distinct signature.
-    @cached_property
-    def eclass_array(self) -> np.ndarray:
-        return np.asarray(self.eclass, dtype=np.int64)
 
-    @cached_property
-    def sig_array(self) -> np.ndarray:
-        return np.asarray(self.sig, dtype=np.int64)
+class _Decoder:
+    """Primitive values of one e-graph as Python values, each distinct one decoded once."""
+
+    def __init__(self, egraph: bindings.EGraph) -> None:
+        self.by_sort = {"i64": egraph.value_to_i64, "f64": egraph.value_to_f64, "String": egraph.value_to_string}
+
+    def codes(self, sort: str, values: list[bindings.Value]) -> tuple[np.ndarray, list[Any]]:
+        """Each value's index into the list of distinct decoded values (ordered as first seen)."""
+        decode = self.by_sort[sort]
+        if sort == "String":  # few distinct strings: decode each once
+            distinct: dict[bindings.Value, int] = {}
+            for v in values:
+                if v not in distinct:
+                    distinct[v] = len(distinct)
+                    if len(distinct) > 64:
+                        break
+            else:
+                codes = np.fromiter(map(distinct.__getitem__, values), dtype=np.int64, count=len(values))
+                return codes, [decode(v) for v in distinct]
+        decoded = list(map(decode, values))
+        bits = np.array(decoded, dtype=np.float64).view(np.int64) if sort == "f64" else np.array(decoded, dtype=np.int64)
+        _, first, codes = np.unique(bits, return_index=True, return_inverse=True)
+        return codes.ravel(), [decoded[i] for i in first.tolist()]
 
 
 def read(egraph: bindings.EGraph) -> Tables:
+    """Every expression e-node of `egraph`, one function (constructor) at a time."""
     frozen = egraph.freeze()
-    t = Tables()
     to_i64 = egraph.value_to_i64
-    strings: dict[Any, str] = {}
-
-    def string(v: bindings.Value) -> str:
-        s = strings.get(v)
-        if s is None:
-            s = strings[v] = egraph.value_to_string(v)
-        return s
-
-    decoders = {"i64": to_i64, "f64": egraph.value_to_f64, "String": string}
-    largest = -1
-    blocks: list[tuple[int, np.ndarray]] = []  # (first e-node, its function's child classes)
+    decoder = _Decoder(egraph)
+    ref: dict[int, int] = {}
+    sig_ids: dict[tuple[str, tuple[Any, ...]], int] = {}
+    sig_parts: list[np.ndarray] = []
+    kid_parts: list[np.ndarray] = []
+    class_parts: list[np.ndarray] = []
     functions = frozen.functions
     del frozen
     for name in list(functions):
@@ -101,41 +162,40 @@ def read(egraph: bindings.EGraph) -> Tables:
         if fn.output_sort != "Expr":
             continue
         rows = fn.rows  # nothing is ever subsumed: the lowering rules only add
-        if not rows:
+        n = len(rows)
+        if not n:
             continue
-        outs = [to_i64(r.output) for r in rows]
-        largest = max(largest, max(outs))
+        outs = np.fromiter(map(to_i64, [r.output for r in rows]), dtype=np.int64, count=n)
+        ins = [r.inputs for r in rows]
+        del rows
         if name == REF:
-            t.ref.update(zip((to_i64(r.inputs[0]) for r in rows), outs))
+            ref.update(zip(map(to_i64, [i[0] for i in ins]), outs.tolist()))
             continue
         k = _FIELDS[name]
         arity = len(fn.input_sorts) - k
-        decs = [decoders[s] for s in fn.input_sorts[:k]]
-        d0 = decs[0] if k == 1 else None
-        fields: list[tuple[Any, ...]] = []
-        kids: list[tuple[int, ...]] = []
-        for r in rows:  # row by row, so each row's Values are freed at once
-            ins = r.inputs
-            if k == 0:
-                fields.append(())
-            elif d0 is not None:
-                fields.append((d0(ins[0]),))
-            else:
-                fields.append(tuple([d(v) for d, v in zip(decs, ins)]))
-            kids.append((to_i64(ins[k]),) if arity == 1 else tuple(map(to_i64, ins[k:])))
-        start = len(t.ctor)
-        t.fields.extend(fields)
-        t.children.extend(kids)
-        t.ctor.extend([name] * len(rows))
-        t.eclass.extend(outs)
+        # the fields as dense codes: one distinct combination at a time, field by field
+        key = np.zeros(n, dtype=np.int64)
+        combos: list[tuple[Any, ...]] = [()]
+        for j, sort in enumerate(fn.input_sorts[:k]):
+            codes, distinct = decoder.codes(sort, [i[j] for i in ins])
+            joint, key = np.unique(key * len(distinct) + codes, return_inverse=True)
+            combos = [combos[u // len(distinct)] + (distinct[u % len(distinct)],) for u in joint.tolist()]
+        to_global = np.array([sig_ids.setdefault((name, f), len(sig_ids)) for f in combos], dtype=np.int64)
+        sig_parts.append(to_global[key.ravel()])
+        kids = np.full((n, MAX_ARITY), -1, dtype=np.int64)
         if arity:
-            blocks.append((start, np.asarray(kids, dtype=np.int64).reshape(len(rows), arity)))
-    t.n_classes = largest + 1
-    kids_array = np.full((t.n_nodes, MAX_ARITY), -1, dtype=np.int64)
-    for start, block in blocks:
-        kids_array[start:start + len(block), :block.shape[1]] = block
-    t.kids_array = kids_array
-    sig_ids: dict[tuple[str, tuple[Any, ...]], int] = {}
-    t.sig = [sig_ids.setdefault(key, len(sig_ids)) for key in zip(t.ctor, t.fields)]
-    t.sigs = list(sig_ids)
-    return t
+            flat = chain.from_iterable(i[k:] for i in ins)
+            kids[:, :arity] = np.fromiter(map(to_i64, flat), dtype=np.int64, count=n * arity).reshape(n, arity)
+        kid_parts.append(kids)
+        class_parts.append(outs)
+        del ins
+    eclass = np.concatenate(class_parts) if class_parts else np.empty(0, dtype=np.int64)
+    largest = max(int(eclass.max()) if eclass.size else -1, max(ref.values(), default=-1))
+    return Tables(
+        sig_array=np.concatenate(sig_parts) if sig_parts else np.empty(0, dtype=np.int64),
+        sigs=list(sig_ids),
+        kids_array=np.concatenate(kid_parts) if kid_parts else np.empty((0, MAX_ARITY), dtype=np.int64),
+        eclass_array=eclass,
+        n_classes=largest + 1,
+        ref=ref,
+    )
