@@ -337,9 +337,12 @@ def extract(t: Tables, costs: Costs, roots: Sequence[int], describe: Sequence[tu
         raise LowerError(f"unknown extractor {method!r}: use one of {', '.join(EXTRACTORS)}")
     kernel = costs.array()
     if method == "greedy":
-        ex = _new_work(t, kernel, roots, costs.backend.name, describe)
-        if ex is not None:
-            return improve(t, kernel, ex.greedy, ex.best, ex.extraction, roots)
+        start = _new_work(t, kernel, roots, costs.backend.name, describe)
+        if start is not None:
+            ex = improve(t, kernel, start.greedy, start.best, start.extraction, roots)
+            if ex.order is None:  # the search added classes: settle the final choice afresh
+                ex.order = _settled(t, ex.choice, roots)
+            return ex
     g = greedy(t, costs, roots, kernel)
     ex = select(t, g, roots, costs.backend.name, describe)
     if method == "greedy":
@@ -377,6 +380,18 @@ def _new_work(t: Tables, kernel: np.ndarray, roots: Sequence[int], backend: str,
     per_class = dict(zip(order, kernel[picked].tolist()))
     ex = Extraction(dict(zip(order, picked)), sum(per_class.values()), per_class, order)
     return _Start(ex, array("q", priced.choice.tobytes()), array("d", priced.best.tobytes()))
+
+
+def _settled(t: Tables, choice: dict[int, int], roots: Sequence[int]) -> list[int] | None:
+    """The chosen classes children first, or None if the choice has a cycle."""
+    from .anchored import Cycle, settle
+
+    pick = np.full(t.n_classes, -1, dtype=np.int64)
+    pick[np.fromiter(choice.keys(), dtype=np.int64, count=len(choice))] = list(choice.values())
+    try:
+        return settle(t, pick, list(roots))[0]
+    except Cycle:
+        return None
 
 
 def _no_form(choice: Sequence[int], describe: Sequence[tuple[int, str]], backend: str) -> str:

@@ -141,8 +141,22 @@ def saturate_graph(
 def extract_for(s: Saturated, backend: Backend, extractor: str = "greedy") -> tuple[Extraction, Costs]:
     """Stage extract: the cheapest legal choice per e-class for `backend`."""
     costs = Costs(s.tables, s.metas, backend, s.decoded)
-    describe = [(s.tables.ref[n.id], f"node {n.id} ({_label(n)})") for n in s.graph.nodes]
+    describe = _Described(s.tables, s.graph)  # named only when a node has no form
     return extract(s.tables, costs, s.roots, describe, extractor), costs
+
+
+class _Described(Sequence[tuple[int, str]]):
+    """(e-class, "node <id> (<op>)") per original node, in graph order, made when read."""
+
+    def __init__(self, t: Tables, graph: Graph) -> None:
+        self.t, self.nodes = t, graph.nodes
+
+    def __getitem__(self, i: int) -> tuple[int, str]:  # type: ignore[override]
+        n = self.nodes[i]
+        return self.t.ref[n.id], f"node {n.id} ({_label(n)})"
+
+    def __len__(self) -> int:
+        return len(self.nodes)
 
 
 def convert_back(s: Saturated, ex: Extraction) -> Graph:

@@ -73,7 +73,7 @@ class Tables:
     # Row views, indexed by e-node like lists, for passes that visit a few e-nodes at a time.
     @cached_property
     def sig(self) -> array[int]:
-        return array("q", self.sig_array.tobytes())
+        return array("q", self.sig_array.astype(np.int64).tobytes())
 
     @cached_property
     def ctor(self) -> _Rows:
@@ -92,7 +92,7 @@ class Tables:
 
     @cached_property
     def eclass(self) -> array[int]:
-        return array("q", self.eclass_array.tobytes())
+        return array("q", self.eclass_array.astype(np.int64).tobytes())
 
     @cached_property
     def kid_rows(self) -> tuple[array[int], array[int]]:
@@ -102,7 +102,7 @@ class Tables:
         valid = kids >= 0
         start = np.zeros(len(kids) + 1, dtype=np.int64)
         np.cumsum(np.count_nonzero(valid, axis=1), out=start[1:])
-        return array("q", kids[valid].tobytes()), array("q", start.tobytes())
+        return array("q", kids[valid].astype(np.int64).tobytes()), array("q", start.tobytes())
 
     def nodes_by_class(self) -> Members:
         """The e-nodes of each class id (empty for ids no class has)."""
@@ -165,7 +165,7 @@ def read(egraph: bindings.EGraph) -> Tables:
         n = len(rows)
         if not n:
             continue
-        outs = np.fromiter(map(to_i64, [r.output for r in rows]), dtype=np.int64, count=n)
+        outs = np.fromiter(map(to_i64, [r.output for r in rows]), dtype=np.int32, count=n)
         ins = [r.inputs for r in rows]
         del rows
         if name == REF:
@@ -181,20 +181,20 @@ def read(egraph: bindings.EGraph) -> Tables:
             joint, key = np.unique(key * len(distinct) + codes, return_inverse=True)
             combos = [combos[u // len(distinct)] + (distinct[u % len(distinct)],) for u in joint.tolist()]
         to_global = np.array([sig_ids.setdefault((name, f), len(sig_ids)) for f in combos], dtype=np.int64)
-        sig_parts.append(to_global[key.ravel()])
-        kids = np.full((n, MAX_ARITY), -1, dtype=np.int64)
+        sig_parts.append(to_global[key.ravel()].astype(np.int32))
+        kids = np.full((n, MAX_ARITY), -1, dtype=np.int32)
         if arity:
             flat = chain.from_iterable(i[k:] for i in ins)
-            kids[:, :arity] = np.fromiter(map(to_i64, flat), dtype=np.int64, count=n * arity).reshape(n, arity)
+            kids[:, :arity] = np.fromiter(map(to_i64, flat), dtype=np.int32, count=n * arity).reshape(n, arity)
         kid_parts.append(kids)
         class_parts.append(outs)
         del ins
-    eclass = np.concatenate(class_parts) if class_parts else np.empty(0, dtype=np.int64)
+    eclass = np.concatenate(class_parts) if class_parts else np.empty(0, dtype=np.int32)
     largest = max(int(eclass.max()) if eclass.size else -1, max(ref.values(), default=-1))
     return Tables(
-        sig_array=np.concatenate(sig_parts) if sig_parts else np.empty(0, dtype=np.int64),
+        sig_array=np.concatenate(sig_parts) if sig_parts else np.empty(0, dtype=np.int32),
         sigs=list(sig_ids),
-        kids_array=np.concatenate(kid_parts) if kid_parts else np.empty((0, MAX_ARITY), dtype=np.int64),
+        kids_array=np.concatenate(kid_parts) if kid_parts else np.empty((0, MAX_ARITY), dtype=np.int32),
         eclass_array=eclass,
         n_classes=largest + 1,
         ref=ref,
