@@ -245,7 +245,7 @@ def _rules(t: Tables, cls: np.ndarray, picked: np.ndarray, own: np.ndarray, matc
     if matcher is None:
         return out
     members = t.nodes_by_class()
-    sizes = np.diff(np.frombuffer(members.starts, dtype=np.int64))
+    sizes = np.diff(members.starts_array)
     ask = np.flatnonzero((sizes[cls] > 1) & ~own)
     for i, rule in zip(ask.tolist(), matcher.rules_of(cls[ask], picked[ask])):
         out[i] = rule

@@ -376,7 +376,7 @@ def _new_work(t: Tables, kernel: np.ndarray, roots: Sequence[int], backend: str,
     except Cycle:
         return None
     if -1 in picked:
-        raise LowerError(_no_form(priced.choice, describe, backend))
+        raise LowerError(_no_form(priced.choice.tolist(), describe, backend))
     per_class = dict(zip(order, kernel[picked].tolist()))
     ex = Extraction(dict(zip(order, picked)), sum(per_class.values()), per_class, order)
     return _Start(ex, array("q", priced.choice.tobytes()), array("d", priced.best.tobytes()))

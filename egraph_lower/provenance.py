@@ -117,13 +117,13 @@ class Matcher:
         """An id per class of its members' signatures (as a sorted multiset); -1 elsewhere."""
         t = self.t
         members = self.nodes
-        starts = np.frombuffer(members.starts, dtype=np.int64)
+        starts = members.starts_array
         classes = np.unique(classes)
         sizes = starts[classes + 1] - starts[classes]
         out = np.full(t.n_classes, -1, dtype=np.int64)
         ids: dict[tuple[int, ...], int] = {}
         single = classes[sizes == 1]
-        only = t.sig_array[np.frombuffer(members.order, dtype=np.int64)[starts[single]]]
+        only = t.sig_array[members.order_array[starts[single]]]
         distinct, inv = np.unique(only, return_inverse=True)
         out[single] = np.array([ids.setdefault((s,), len(ids)) for s in distinct.tolist()], dtype=np.int64)[inv.ravel()]
         sig = t.sig

@@ -44,8 +44,9 @@ class Members:
     """E-nodes by class, as one list sorted by class: `members[c]` is a slice of it,
     made when asked for, so a million mostly one-node classes cost no million lists."""
 
-    def __init__(self, order: Sequence[int], starts: Sequence[int]) -> None:
-        self.order, self.starts = order, starts
+    def __init__(self, order: np.ndarray, starts: np.ndarray) -> None:
+        self.order_array, self.starts_array = order, starts  # for vectorised passes
+        self.order, self.starts = array("q", order.tobytes()), array("q", starts.tobytes())
 
     def __getitem__(self, c: int) -> Sequence[int]:
         return self.order[self.starts[c]:self.starts[c + 1]]
@@ -113,7 +114,7 @@ class Tables:
         order = np.argsort(self.eclass_array, kind="stable")
         starts = np.zeros(self.n_classes + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.eclass_array, minlength=self.n_classes), out=starts[1:])
-        return Members(array("q", order.tobytes()), array("q", starts.tobytes()))
+        return Members(order.astype(np.int64), starts)
 
     @cached_property
     def live_classes(self) -> int:
