@@ -1,9 +1,11 @@
 """Extraction -> node graph: topological, scalars as constants of the dtype that uses them.
 
-- Nodes come out in topological order (an iterative post-order walk from the outputs).
+- Nodes come out in topological order: the scalar constants first, then the chosen
+  classes children first (the order extraction settled them in, or a post-order walk).
 - A chosen e-node that is an original node's own keeps that node's attributes and name.
 - `Scalar v` becomes a `Constant` of shape [] and the dtype of the op that uses it,
-  with the value rounded to that dtype, one node per (value, dtype); the elementwise
+  with the value rounded to that dtype, one node per (value, dtype), all at the
+  top of the graph; the elementwise
   op broadcasts it, so nothing full-size is materialised.
 - Every new node's `name` says which original node and which rules it came from:
   `<original name or nN>/<rule>[/<rule>...]`.
@@ -58,14 +60,6 @@ def _operand_dtype(ctor: str, pos: int, kid_metas: Sequence[Meta | None], out: M
     if out[1] is None or out[1] == "bool":
         raise ValueError(f"no dtype for a scalar literal under {ctor}")
     return out[1]
-
-
-def _origins(t: Tables, graph: Graph) -> dict[int, Node]:
-    """E-class -> the original node it holds (the first one, for merged duplicates)."""
-    out: dict[int, Node] = {}
-    for node in graph.nodes:
-        out.setdefault(t.ref[node.id], node)
-    return out
 
 
 def is_own(t: Tables, n: int, node: Node, graph: Graph) -> bool:
@@ -231,12 +225,8 @@ def _emit(
             ctor, fields = sigs[sig_l[i]]
             op, attrs, _ = decoded(ctor, fields)
             nodes.append(new_node(nid, op, ins, meta[0], meta[1], dict(attrs), label[i]))
-    root_out = out_id[pos[roots_of(t, graph)]].tolist()
+    root_out = out_id[pos[[t.ref[o] for o in graph.outputs]]].tolist()
     return Graph(nodes=nodes, outputs=root_out, name=graph.name)
-
-
-def roots_of(t: Tables, graph: Graph) -> list[int]:
-    return [t.ref[o] for o in graph.outputs]
 
 
 def _rules(t: Tables, cls: np.ndarray, picked: np.ndarray, own: np.ndarray, matcher: Matcher | None) -> list[str | None]:
