@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .egraph.tables import Tables
+from .egraph.tables import Tables, distinct_kids
 
 MAX_ROUNDS = 64  # rounds of the fixpoint, per spreading of infeasibility
 MAX_SPREADS = 8  # times infeasible anchors are re-priced before handing over
@@ -42,35 +42,28 @@ class Priced:
     best: np.ndarray  # that e-node's new-work cost (inf where none)
 
 
-def _distinct_kids(kids: np.ndarray) -> np.ndarray:
-    """Each e-node's child classes with a repeated one counted once (-1 for the repeats)."""
-    out = np.sort(kids, axis=1)
-    out[:, 1:][out[:, 1:] == out[:, :-1]] = -1
-    return out
-
-
 def price(t: Tables, kernel: np.ndarray, anchored: np.ndarray) -> Priced | None:
     """`kernel`: per e-node cost on the backend, inf where it cannot run. `anchored`: per
     class, whether it holds an original node. None when the rounds do not settle."""
     n_classes = t.n_classes
     eclass = t.eclass_array
-    kids = _distinct_kids(t.kids_array)
+    kids = distinct_kids(t.kids_array)
     has_kid = kids >= 0
     safe_kids = np.where(has_kid, kids, 0)
     kid_anchored = anchored[safe_kids] & has_kid
-    order = np.argsort(eclass, kind="stable")  # e-nodes grouped by class, in id order within one
-    counts = np.bincount(eclass, minlength=n_classes)
-    present = np.flatnonzero(counts)
-    starts = (np.cumsum(counts) - counts)[present]
+    members = t.nodes_by_class()  # e-nodes grouped by class, in id order within one
+    order, all_starts = members.order_array, members.starts_array
+    present = np.flatnonzero(np.diff(all_starts))
+    starts = all_starts[present]
     best = np.full(n_classes, np.inf)
     blocked = np.zeros(n_classes, dtype=bool)  # anchors found to have no legal form
     for _ in range(MAX_SPREADS):
         for _ in range(MAX_ROUNDS):
             value = np.where(kid_anchored & ~blocked[safe_kids], 0.0, best[safe_kids])
             value[~has_kid] = 0.0
-            total = kernel + value.sum(axis=1)
+            total_sorted = (kernel + value.sum(axis=1))[order]
             new = np.full(n_classes, np.inf)
-            new[present] = np.minimum.reduceat(total[order], starts)
+            new[present] = np.minimum.reduceat(total_sorted, starts)
             if np.array_equal(new, best):
                 break
             best = new
@@ -82,7 +75,6 @@ def price(t: Tables, kernel: np.ndarray, anchored: np.ndarray) -> Priced | None:
         blocked |= stuck
     else:
         return None
-    total_sorted = total[order]
     tie = np.where(total_sorted == best[eclass[order]], order, t.n_nodes)
     choice = np.full(n_classes, -1, dtype=np.int64)
     choice[present] = np.minimum.reduceat(tie, starts)

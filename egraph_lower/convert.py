@@ -21,7 +21,7 @@ import numpy as np
 from .dtypes import round_to
 from .egraph.language import LEAF, SCALAR, encode
 from .egraph.tables import MAX_ARITY, Tables
-from .extract import ClassMetas, Decoded, Extraction, _keys
+from .extract import ClassMetas, Decoded, Extraction, distinct_rows
 from .graph import Graph, Node, attrs_key, new_node
 from .ops import LEAF_OPS
 from .provenance import Matcher
@@ -93,19 +93,20 @@ class _NotChildrenFirst(Exception):
 
 
 def _own_sigs(t: Tables, graph: Graph, origin: list[Node]) -> np.ndarray:
-    """Per original node in `origin`: the signature of its own e-node (-1 if it has none)."""
+    """Per original node in `origin`: the signature of its own e-node (-1 if it has none).
+    A leaf's own e-node is `Leaf <its id>`; any other's, `encode`d from its op and attributes."""
     sig_ids = {key: i for i, key in enumerate(t.sigs)}
     by_id = graph.by_id
     out = np.empty(len(origin), dtype=np.int64)
     cache: dict[tuple[Any, ...], int] = {}
     for i, node in enumerate(origin):
+        if node.op in LEAF_OPS:
+            out[i] = sig_ids.get((LEAF, (node.id,)), -1)
+            continue
         rank = len(by_id[node.inputs[0]].shape) if node.inputs else 0
         key = (node.op, attrs_key(node.attrs), rank)
         if key not in cache or key[1] is None:
-            if node.op in LEAF_OPS:
-                cache[key] = -2  # a leaf: its e-node is keyed by the node's id, checked apart
-            else:
-                cache[key] = sig_ids.get(encode(node, rank), -1)
+            cache[key] = sig_ids.get(encode(node, rank), -1)
         out[i] = cache[key]
     return out
 
@@ -133,7 +134,7 @@ def _emit(
     pos = np.full(t.n_classes, -1, dtype=np.int64)
     pos[cls] = np.arange(n)
     kpos = np.where(has_kid, pos[safe], -2)
-    kid_scalar = has_kid & (kpos >= 0) & scalar[np.maximum(kpos, 0)]
+    kid_scalar = (kpos >= 0) & scalar[np.maximum(kpos, 0)]
     if ((kpos == -1) | (has_kid & ~kid_scalar & (kpos >= np.arange(n)[:, None]))).any():
         raise _NotChildrenFirst
 
@@ -145,7 +146,7 @@ def _emit(
     if len(uses):
         user, operand = uses[:, 0], uses[:, 1]
         kid_meta = np.where(has_kid[user], mids[safe[user]], -2)
-        rows, inverse = _keys(sig[user], operand, mids[cls[user]], kid_meta, sig[kpos[user, operand]])
+        rows, inverse = distinct_rows(sig[user], operand, mids[cls[user]], kid_meta, sig[kpos[user, operand]])
         use_const = []
         for row in rows.tolist():
             k_metas = [metas.table[i] if i >= 0 else None for i in row[3:3 + MAX_ARITY] if i != -2]
@@ -174,16 +175,14 @@ def _emit(
     for i, node in enumerate(onodes):
         if node.op not in LEAF_OPS:
             want_kids[i, :len(node.inputs)] = [t.ref[x] for x in node.inputs]
-    own_rows = (sig[opos] == own_sig) & (kids[opos] == want_kids).all(axis=1)
-    leaf_rows = own_sig == -2
     own = np.zeros(n, dtype=bool)
-    own[opos[own_rows | leaf_rows]] = True
+    own[opos[(sig[opos] == own_sig) & (kids[opos] == want_kids).all(axis=1)]] = True
 
     # Provenance: a class without an original node belongs to its last user in `order`
     # (the first met from the outputs down), and each rewritten class adds its rule.
     parent = np.full(n, -1, dtype=np.int64)
-    users = np.broadcast_to(np.arange(n)[:, None], kids.shape)[has_kid & (kpos >= 0)]
-    np.maximum.at(parent, kpos[has_kid & (kpos >= 0)], users)
+    used = kpos >= 0
+    np.maximum.at(parent, kpos[used], np.broadcast_to(np.arange(n)[:, None], kids.shape)[used])
     suffix = _rules(t, cls, picked, own, matcher)
     base: list[str | None] = [None] * n
     for p_, node in origin_pos.items():

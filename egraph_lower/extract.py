@@ -4,23 +4,25 @@ Works on `egraph.tables.Tables`, without recursion, each pass once per distinct
 signature where it can (shapes repeat):
 1. `infer_metas`: the shape and dtype of every e-class (from the original nodes,
    then by the format's inference rules through the new e-nodes);
-2. `Costs.all`: each e-node's kernel cost on the backend (None where it cannot run);
-3. `greedy`: each class the outputs reach gets its e-node of least tree cost
-   (kernel plus the cost of its distinct child classes), depth first;
-4. `extract`: then `improve` (the default: DAG-aware local search) or `exact`
-   (an integer program); `walk` collects the choice from the outputs with its
-   DAG cost (each shared value counted once);
-5. `check_consistent`: every chosen e-node agrees with its class's shape and dtype.
+2. `Costs.array`: each e-node's kernel cost on the backend (inf where it cannot run);
+3. `extract`: the start, then `improve` (the default, greedy: a DAG-aware local
+   search) or `exact` (an integer program). The greedy start is `anchored.price`
+   (each e-node priced by the new work it adds, in NumPy rounds) settled from the
+   outputs; the `tree` start (also the fallback) is `greedy`, each class's e-node of
+   least tree cost, depth first, collected by `walk` with its DAG cost;
+4. `check_consistent`: every chosen e-node agrees with its class's shape and dtype.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .anchored import Cycle, price, settle
 from .backends import Backend
 from .egraph.language import LEAF, SCALAR, decode
 from .egraph.tables import Tables
@@ -64,7 +66,7 @@ class ClassMetas(list):  # type: ignore[type-arg]
 _MIX = np.random.default_rng(2026).integers(1, 2**63, size=64, dtype=np.int64).astype(np.uint64) | np.uint64(1)
 
 
-def _keys(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def distinct_rows(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows of int64 columns, and for each row the index of its distinct row.
     Rows are told apart by a 64-bit mix of their values, checked exactly afterwards
     (a collision, never seen, falls back to comparing whole rows)."""
@@ -118,7 +120,7 @@ def infer_metas(t: Tables, graph: Graph, decoded: Decoded) -> ClassMetas:
         idx, kid = todo[ready], kid[ready]
         if idx.size == 0:
             break
-        rows, inverse = _keys(sig[idx], kid)
+        rows, inverse = distinct_rows(sig[idx], kid)
         result = np.empty(len(rows), dtype=np.int64)
         for j, row in enumerate(rows.tolist()):
             ctor, fields = t.sigs[row[0]]
@@ -151,7 +153,7 @@ def check_consistent(t: Tables, metas: ClassMetas, chosen: dict[int, int], decod
     classes = np.fromiter(chosen.keys(), dtype=np.int64, count=len(chosen))
     enodes = np.fromiter(chosen.values(), dtype=np.int64, count=len(chosen))
     kid = _child_metas(t, metas.ids)[enodes]
-    rows, _ = _keys(t.sig_array[enodes], metas.ids[classes], kid)
+    rows, _ = distinct_rows(t.sig_array[enodes], metas.ids[classes], kid)
     for row in rows.tolist():
         ctor, fields = t.sigs[row[0]]
         if ctor in (LEAF, SCALAR):
@@ -181,10 +183,6 @@ class Costs:
     def __init__(self, t: Tables, metas: ClassMetas, backend: Backend, decoded: Decoded) -> None:
         self.t, self.metas, self.backend, self.decoded = t, metas, backend, decoded
 
-    def all(self) -> list[float | None]:
-        """The kernel cost of every e-node, None where the backend cannot run it."""
-        return [None if c == np.inf else c for c in self.array().tolist()]
-
     def array(self) -> np.ndarray:
         """The kernel cost of every e-node (inf where the backend cannot run it), computed
         once per distinct (constructor, fields, metas)."""
@@ -195,7 +193,7 @@ class Costs:
         idx = np.flatnonzero((out_ids >= 0) & (kid != -1).all(axis=1))
         costs = np.full(t.n_nodes, np.inf)
         if idx.size:
-            rows, inverse = _keys(t.sig_array[idx], out_ids[idx], kid[idx])
+            rows, inverse = distinct_rows(t.sig_array[idx], out_ids[idx], kid[idx])
             unique = np.empty(len(rows))
             for j, row in enumerate(rows.tolist()):
                 ctor, fields = t.sigs[row[0]]
@@ -362,10 +360,6 @@ class _Start:
 
 def _new_work(t: Tables, kernel: np.ndarray, roots: Sequence[int], backend: str,
               describe: Sequence[tuple[int, str]]) -> _Start | None:
-    from array import array
-
-    from .anchored import Cycle, price, settle
-
     anchored = np.zeros(t.n_classes, dtype=bool)
     anchored[list(t.ref.values())] = True
     priced = price(t, kernel, anchored)
@@ -384,8 +378,6 @@ def _new_work(t: Tables, kernel: np.ndarray, roots: Sequence[int], backend: str,
 
 def _settled(t: Tables, choice: dict[int, int], roots: Sequence[int]) -> list[int] | None:
     """The chosen classes children first, or None if the choice has a cycle."""
-    from .anchored import Cycle, settle
-
     pick = np.full(t.n_classes, -1, dtype=np.int64)
     pick[np.fromiter(choice.keys(), dtype=np.int64, count=len(choice))] = list(choice.values())
     try:

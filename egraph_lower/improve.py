@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .egraph.tables import Tables
+from .egraph.tables import Tables, distinct_kids
 from .extract import Extraction
 
 _EPS = 1e-9
@@ -31,8 +31,7 @@ class _State:
         self.flat, self.start = t.kid_rows
         self.choice = dict(ex.choice)
         # refs[c]: how many chosen e-nodes use class c (each e-node once), roots never dropping to 0
-        kids = np.sort(t.kids_array[np.fromiter(self.choice.values(), dtype=np.int64, count=len(self.choice))], axis=1)
-        kids[:, 1:][kids[:, 1:] == kids[:, :-1]] = -1  # a class an e-node uses twice counts once
+        kids = distinct_kids(t.kids_array[np.fromiter(self.choice.values(), dtype=np.int64, count=len(self.choice))])
         users = np.bincount(kids[kids >= 0], minlength=t.n_classes)
         for r in roots:
             users[r] += 1 << 20

@@ -17,7 +17,7 @@ import numpy as np
 
 from .egraph.language import REF, SCALAR
 from .egraph.tables import Tables
-from .extract import _keys
+from .extract import distinct_rows
 from .rules.dsl import App, Lit, Rule, Term, Var
 
 Binding = dict[str, Any]
@@ -106,7 +106,7 @@ class Matcher:
         kids = t.kids_array[chosen]
         has_kid = kids >= 0
         shape = self._shapes(np.concatenate([classes, kids[has_kid]]))
-        rows, inverse = _keys(t.sig_array[chosen], shape[classes], np.where(has_kid, shape[np.maximum(kids, 0)], -2))
+        rows, inverse = distinct_rows(t.sig_array[chosen], shape[classes], np.where(has_kid, shape[np.maximum(kids, 0)], -2))
         first = np.full(len(rows), -1, dtype=np.int64)
         inverse = inverse.ravel()
         first[inverse[::-1]] = np.arange(len(inverse))[::-1]  # the first class of each distinct shape

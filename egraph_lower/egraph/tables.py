@@ -27,6 +27,13 @@ _FIELDS = {LEAF: 1, SCALAR: 1, **{name: len(c.fields) for name, c in CTORS.items
 MAX_ARITY = max(c.arity for c in CTORS.values())
 
 
+def distinct_kids(kids: np.ndarray) -> np.ndarray:
+    """Rows of child classes with a class repeated in a row counted once (-1 for the repeats)."""
+    out = np.sort(kids, axis=1)
+    out[:, 1:][out[:, 1:] == out[:, :-1]] = -1
+    return out
+
+
 class _Rows(Sequence[Any]):
     """A read-only column computed per row from compact arrays."""
 
