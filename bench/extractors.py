@@ -1,7 +1,8 @@
-"""Extraction quality and time: the tree pass alone, the default greedy (tree pass + DAG-aware
-local search) and the exact integer program, on e-graphs where sharing matters.
+"""Extraction quality and time: the tree pass alone, the default greedy (new-work pricing +
+DAG-aware local search) and the exact integer program, on e-graphs where sharing matters.
 
     python bench/extractors.py
+    python bench/extractors.py --timing 100000    # tree against greedy time on a 100k-op chain
 
 The set: joint forward + backward MLPs (forward values the backward can reuse) for
 metal, tpu and wgpu (wgpu lowers two levels: backward ops, then Gelu/Silu/Erf),
@@ -10,6 +11,7 @@ a wide graph sharing one x, and a dear-sigmoid backend where the tree pass is mi
 
 from __future__ import annotations
 
+import argparse
 import time
 
 from common import ROOT  # noqa: F401  (sets up the import path)
@@ -38,7 +40,27 @@ def cases() -> list[tuple[str, el.Graph, el.Backend]]:
     return out
 
 
+def timing(n: int, backend: str = "metal") -> None:
+    """Extraction time, tree against greedy, in-process on one saturated chain of n ops."""
+    b = el.load_backend(backend)
+    s = saturate_graph(chain(n), [b])
+    print(f"chain of {n:,} ops for {backend}: {s.tables.n_nodes:,} e-nodes")
+    secs = {}
+    for method in ("greedy", "tree"):  # greedy first: the tables' lazy views are built on its clock
+        t0 = time.perf_counter()
+        cost = extract_for(s, b, method)[0].cost
+        secs[method] = time.perf_counter() - t0
+        print(f"  {method:<7} {secs[method]:7.3f} s   DAG cost {cost:,.2f}")
+    print(f"  greedy/tree time: {secs['greedy'] / secs['tree']:.2f}")
+
+
 def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--timing", type=int, metavar="N", help="time tree against greedy on a chain of N ops instead")
+    args = p.parse_args()
+    if args.timing:
+        timing(args.timing)
+        return
     print(f"{'case':<22} {'e-nodes':>8} {'tree':>11} {'greedy':>11} {'exact':>11} {'greedy/exact':>12}"
           f" {'t tree':>7} {'t greedy':>8} {'t exact':>8}")
     worst = 1.0
