@@ -64,13 +64,46 @@ class ClassMetas(list):  # type: ignore[type-arg]
 
 
 _MIX = np.random.default_rng(2026).integers(1, 2**63, size=64, dtype=np.int64).astype(np.uint64) | np.uint64(1)
+_PACKED = 1 << 62  # a packed key stays below this
 
 
 def distinct_rows(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows of int64 columns, and for each row the index of its distinct row.
-    Rows are told apart by a 64-bit mix of their values, checked exactly afterwards
-    (a collision, never seen, falls back to comparing whole rows)."""
-    rows = np.ascontiguousarray(np.column_stack(columns), dtype=np.int64)
+    """Distinct rows of int64 columns (1-D, or 2-D for several), and for each row the index of
+    its distinct row. The values are small (signatures, meta ids), so a row packs exactly into
+    one int64 key (each column offset to 0 and scaled by the ranges before it) and one pass of
+    `np.unique` over the keys decides; rows too wide to pack are told apart by a 64-bit mix of
+    their values, checked exactly afterwards (a collision, never seen, falls back to comparing
+    whole rows)."""
+    parts = [np.asarray(c, dtype=np.int64) for c in columns]
+    parts = [p if p.ndim == 2 else p[:, None] for p in parts]
+    n = len(parts[0])
+    key = np.zeros(n, dtype=np.int64)
+    span = 1
+    for col in (p[:, j] for p in parts for j in range(p.shape[1])):
+        lo, hi = (int(col.min()), int(col.max())) if n else (0, 0)
+        span *= hi - lo + 1
+        if span >= _PACKED:
+            return _distinct_mixed(np.column_stack(parts))
+        key *= hi - lo + 1
+        key += col - lo
+    distinct, inverse = _unique(key)
+    first = np.empty(len(distinct), dtype=np.int64)
+    first[inverse] = np.arange(n)  # a row of each key
+    return np.column_stack([p[first] for p in parts]), inverse
+
+
+def _unique(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct keys and each key's index among them: the distinct ones by hashing
+    where NumPy can (2.3 on), then a binary search, rather than sorting every key."""
+    try:
+        distinct = np.sort(np.unique(key, sorted=False))
+    except TypeError:  # NumPy before 2.3
+        distinct = np.unique(key)
+    return distinct, np.searchsorted(distinct, key)
+
+
+def _distinct_mixed(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rows = np.ascontiguousarray(rows)
     if rows.shape[1] <= len(_MIX):
         mixed = rows.view(np.uint64) * _MIX[:rows.shape[1]]
         h = mixed.sum(axis=1, dtype=np.uint64)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import egraph_lower as el
+from egraph_lower.extract import distinct_rows
 from egraph_lower.lower import convert_back, extract_for, saturate_graph
 from support import assert_lowering_matches, feeds_for
 
@@ -79,3 +80,20 @@ def test_an_unsound_rule_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     graph = b.build([b.act_backward("Sigmoid", x, dy)])
     with pytest.raises(el.IllegalGraphError, match="unsound"):
         el.lower(graph, "metal")
+
+
+@pytest.mark.parametrize("high", [3, 1 << 20, 1 << 40])  # packed exactly, packed, too wide to pack
+def test_distinct_rows_are_numpys_unique_rows(high: int) -> None:
+    rng = np.random.default_rng(high)
+    a = rng.integers(-2, high, size=(500, 1))
+    a[::7] = -2  # repeats
+    b = rng.integers(-1, 3, size=(500, 3))
+    rows, inverse = distinct_rows(a[:, 0], b)
+    whole = np.column_stack([a, b])
+    assert np.array_equal(rows[inverse], whole)
+    assert len(rows) == len(np.unique(whole, axis=0))
+
+
+def test_distinct_rows_of_nothing() -> None:
+    rows, inverse = distinct_rows(np.empty(0, dtype=np.int64), np.empty((0, 2), dtype=np.int64))
+    assert rows.shape == (0, 3) and inverse.shape == (0,)
