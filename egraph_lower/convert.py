@@ -13,7 +13,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -88,6 +89,9 @@ def to_graph(
     return _emit(t, ex, _post_order(ex.choice, t.children, roots), graph, metas, decoded, matcher)
 
 
+_ID = attrgetter("id")
+
+
 class _NotChildrenFirst(Exception):
     pass
 
@@ -153,6 +157,13 @@ def _emit(
             dtype = _operand_dtype(t.sigs[row[0]][0], row[1], k_metas, metas.table[row[2]])
             use_const.append(constants.setdefault((t.sigs[row[-1]][1][0], dtype), len(constants)))
         const_of_use = np.array(use_const, dtype=np.int64)[inverse.ravel()]
+        # numbered in the order of their first use, whatever order the distinct rows came in
+        first_use = np.full(len(constants), len(uses))
+        np.minimum.at(first_use, const_of_use, np.arange(len(uses)))
+        rank = np.empty(len(constants), dtype=np.int64)
+        rank[np.argsort(first_use)] = np.arange(len(constants))
+        const_of_use = rank[const_of_use]
+        constants = {key: int(rank[i]) for key, i in constants.items()}
 
     # Node ids: the constants, then the non-scalar classes in order.
     n_const = len(constants)
@@ -163,13 +174,12 @@ def _emit(
 
     # Original nodes: a class holding one keeps its attributes and name where its chosen
     # e-node is the node itself (same signature, same input classes).
-    origin_pos: dict[int, Node] = {}
-    for node in graph.nodes:
-        p_ = pos[t.ref[node.id]]
-        if p_ >= 0 and p_ not in origin_pos:
-            origin_pos[int(p_)] = node
-    opos = np.fromiter(origin_pos.keys(), dtype=np.int64, count=len(origin_pos))
-    onodes = list(origin_pos.values())
+    node_pos = pos[np.fromiter(map(t.ref.__getitem__, map(_ID, graph.nodes)), dtype=np.int64, count=len(graph.nodes))]
+    chosen_at = np.flatnonzero(node_pos >= 0)
+    _, first = np.unique(node_pos[chosen_at], return_index=True)  # the first node of each chosen class
+    opos = node_pos[chosen_at[first]]
+    onodes = [graph.nodes[i] for i in chosen_at[first].tolist()]
+    origin_pos = dict(zip(opos.tolist(), onodes))
     own_sig = _own_sigs(t, graph, onodes)
     want_kids = np.full((len(onodes), kids.shape[1]), -1, dtype=np.int64)
     for i, node in enumerate(onodes):
@@ -197,35 +207,58 @@ def _emit(
         rule = suffix[i]
         label[i] = f"{here}/{rule}" if rule else here
 
-    # The nodes.
+    # The nodes: the constants, then one per non-scalar class, made column by column.
     nodes: list[Node] = []
     for (value, dtype), _ in sorted(constants.items(), key=lambda kv: kv[1]):
         nodes.append(new_node(len(nodes), "Constant", (), (), dtype, {"value": round_to(value, dtype)}, None))
-    sig_l, cls_l, own_l, scalar_l = sig.tolist(), cls.tolist(), own.tolist(), scalar.tolist()
-    meta_of = [metas.table[i] if i >= 0 else None for i in mids[cls].tolist()]
-    inputs_l = inputs.tolist()
-    arity = has_kid.sum(axis=1).tolist()
+    keep = np.flatnonzero(~scalar)
+    meta_k = mids[cls[keep]]
+    assert (meta_k >= 0).all(), "a chosen class without shape and dtype"
+    shape, dtype_ = _objects(m[0] for m in metas.table)[meta_k], _objects(m[1] for m in metas.table)[meta_k]
+    ops, attrs = _objects(None if d is None else d[0] for d in _sig_decoded(t, decoded))[sig[keep]], \
+        _objects(None if d is None else d[1] for d in _sig_decoded(t, decoded))[sig[keep]]
+    names = _objects(label)[keep]
+    ins = _tuples(inputs[keep], has_kid[keep])
+    # An original node's own e-node, and a leaf, keep that node's op, attributes and name.
+    keep_at = np.full(n, -1, dtype=np.int64)
+    keep_at[keep] = np.arange(len(keep))
+    for p_, node in origin_pos.items():
+        k = keep_at[p_]
+        if k >= 0 and own[p_]:
+            ops[k], attrs[k], names[k] = node.op, node.attrs, node.name
     sigs = t.sigs
-    for i in range(n):
-        if scalar_l[i]:
-            continue
-        meta = meta_of[i]
-        assert meta is not None
-        nid = len(nodes)
-        if sig_leaf[sig_l[i]]:
-            src = graph.by_id[sigs[sig_l[i]][1][0]]
-            nodes.append(new_node(nid, src.op, (), src.shape, src.dtype, dict(src.attrs), src.name))
-            continue
-        ins = tuple(inputs_l[i][:arity[i]])
-        if own_l[i]:
-            node = origin_pos[i]
-            nodes.append(new_node(nid, node.op, ins, meta[0], meta[1], dict(node.attrs), node.name))
-        else:
-            ctor, fields = sigs[sig_l[i]]
-            op, attrs, _ = decoded(ctor, fields)
-            nodes.append(new_node(nid, op, ins, meta[0], meta[1], dict(attrs), label[i]))
+    for k in np.flatnonzero(sig_leaf[sig[keep]]).tolist():
+        src = graph.by_id[sigs[sig[keep[k]]][1][0]]
+        ops[k], attrs[k], names[k], shape[k], dtype_[k] = src.op, src.attrs, src.name, src.shape, src.dtype
+    nodes += map(new_node, range(n_const, n_const + len(keep)), ops.tolist(), ins.tolist(), shape.tolist(),
+                 dtype_.tolist(), map(dict, attrs.tolist()), names.tolist())
     root_out = out_id[pos[[t.ref[o] for o in graph.outputs]]].tolist()
     return Graph(nodes=nodes, outputs=root_out, name=graph.name)
+
+
+def _objects(values: Iterable[Any]) -> np.ndarray:
+    """A 1-D object array of `values` as they are (tuples not unpacked into a second axis)."""
+    items = list(values)
+    out = np.empty(len(items), dtype=object)
+    for i, v in enumerate(items):
+        out[i] = v
+    return out
+
+
+def _sig_decoded(t: Tables, decoded: Decoded) -> list[tuple[str, dict[str, Any]] | None]:
+    """(op, attrs) per signature; None for a leaf or a scalar."""
+    return [None if ctor in (LEAF, SCALAR) else decoded(ctor, fields)[:2] for ctor, fields in t.sigs]
+
+
+def _tuples(inputs: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """Each row's inputs (the first `has.sum(axis=1)` columns) as a tuple of ints, in an object array."""
+    arity = has.sum(axis=1)
+    out = np.empty(len(inputs), dtype=object)
+    for a in np.unique(arity).tolist():
+        rows = np.flatnonzero(arity == a)
+        columns = [inputs[rows, j].tolist() for j in range(a)]
+        out[rows] = np.fromiter(zip(*columns) if a else iter([()] * len(rows)), dtype=object, count=len(rows))
+    return out
 
 
 def _rules(t: Tables, cls: np.ndarray, picked: np.ndarray, own: np.ndarray, matcher: Matcher | None) -> list[str | None]:
