@@ -215,21 +215,21 @@ def _emit(
     meta_k = mids[cls[keep]]
     assert (meta_k >= 0).all(), "a chosen class without shape and dtype"
     shape, dtype_ = _objects(m[0] for m in metas.table)[meta_k], _objects(m[1] for m in metas.table)[meta_k]
-    ops, attrs = _objects(None if d is None else d[0] for d in _sig_decoded(t, decoded))[sig[keep]], \
-        _objects(None if d is None else d[1] for d in _sig_decoded(t, decoded))[sig[keep]]
+    decoded_sigs = _sig_decoded(t, decoded)
+    ops = _objects(None if d is None else d[0] for d in decoded_sigs)[sig[keep]]
+    attrs = _objects(None if d is None else d[1] for d in decoded_sigs)[sig[keep]]
     names = _objects(label)[keep]
     ins = _tuples(inputs[keep], has_kid[keep])
     # An original node's own e-node, and a leaf, keep that node's op, attributes and name.
     keep_at = np.full(n, -1, dtype=np.int64)
     keep_at[keep] = np.arange(len(keep))
     for p_, node in origin_pos.items():
-        k = keep_at[p_]
-        if k >= 0 and own[p_]:
+        if own[p_] and (k := int(keep_at[p_])) >= 0:
             ops[k], attrs[k], names[k] = node.op, node.attrs, node.name
     sigs = t.sigs
-    for k in np.flatnonzero(sig_leaf[sig[keep]]).tolist():
-        src = graph.by_id[sigs[sig[keep[k]]][1][0]]
-        ops[k], attrs[k], names[k], shape[k], dtype_[k] = src.op, src.attrs, src.name, src.shape, src.dtype
+    for j in np.flatnonzero(sig_leaf[sig[keep]]).tolist():
+        src = graph.by_id[sigs[sig[keep[j]]][1][0]]
+        ops[j], attrs[j], names[j], shape[j], dtype_[j] = src.op, src.attrs, src.name, src.shape, src.dtype
     nodes += map(new_node, range(n_const, n_const + len(keep)), ops.tolist(), ins.tolist(), shape.tolist(),
                  dtype_.tolist(), map(dict, attrs.tolist()), names.tolist())
     root_out = out_id[pos[[t.ref[o] for o in graph.outputs]]].tolist()
