@@ -44,26 +44,28 @@ class Priced:
 
 def price(t: Tables, kernel: np.ndarray, anchored: np.ndarray) -> Priced | None:
     """`kernel`: per e-node cost on the backend, inf where it cannot run. `anchored`: per
-    class, whether it holds an original node. None when the rounds do not settle."""
-    n_classes = t.n_classes
-    eclass = t.eclass_array
-    kids = distinct_kids(t.kids_array)
-    has_kid = kids >= 0
-    safe_kids = np.where(has_kid, kids, 0)
-    kid_anchored = anchored[safe_kids] & has_kid
-    members = t.nodes_by_class()  # e-nodes grouped by class, in id order within one
-    order, all_starts = members.order_array, members.starts_array
-    present = np.flatnonzero(np.diff(all_starts))
-    starts = all_starts[present]
-    best = np.full(n_classes, np.inf)
-    blocked = np.zeros(n_classes, dtype=bool)  # anchors found to have no legal form
+    class, whether it holds an original node. None when the rounds do not settle.
+
+    Only the e-nodes the backend runs take part, grouped by class; each round gathers the
+    values of their priced children (the (e-node, child) pairs below that are not free)
+    and sums them per e-node."""
+    legal = np.flatnonzero(kernel < np.inf)
+    order = legal[np.argsort(t.eclass_array[legal], kind="stable")]  # by class, in id order within one
+    cls = t.eclass_array[order].astype(np.int64)
+    heads = np.flatnonzero(np.r_[True, cls[1:] != cls[:-1]]) if len(order) else np.empty(0, dtype=np.int64)
+    present = cls[heads]
+    base = kernel[order]
+    kids = distinct_kids(t.kids_array[order])
+    best = np.full(t.n_classes, np.inf)
+    blocked = np.zeros(t.n_classes, dtype=bool)  # anchors found to have no legal form
     for _ in range(MAX_SPREADS):
+        priced = (kids >= 0) & ~(anchored & ~blocked)[np.maximum(kids, 0)]  # children that are not free
+        row, col = np.nonzero(priced)  # row-major: each e-node's children summed in order
+        kid = kids[row, col]
         for _ in range(MAX_ROUNDS):
-            value = np.where(kid_anchored & ~blocked[safe_kids], 0.0, best[safe_kids])
-            value[~has_kid] = 0.0
-            total_sorted = (kernel + value.sum(axis=1))[order]
-            new = np.full(n_classes, np.inf)
-            new[present] = np.minimum.reduceat(total_sorted, starts)
+            total = base + np.bincount(row, weights=best[kid], minlength=len(order))
+            new = np.full(t.n_classes, np.inf)
+            new[present] = np.minimum.reduceat(total, heads) if len(heads) else new[present]
             if np.array_equal(new, best):
                 break
             best = new
@@ -75,9 +77,10 @@ def price(t: Tables, kernel: np.ndarray, anchored: np.ndarray) -> Priced | None:
         blocked |= stuck
     else:
         return None
-    tie = np.where(total_sorted == best[eclass[order]], order, t.n_nodes)
-    choice = np.full(n_classes, -1, dtype=np.int64)
-    choice[present] = np.minimum.reduceat(tie, starts)
+    choice = np.full(t.n_classes, -1, dtype=np.int64)
+    if len(heads):
+        tie = np.where(total == best[cls], order, t.n_nodes)
+        choice[present] = np.minimum.reduceat(tie, heads)
     choice[np.isinf(best)] = -1
     return Priced(choice, best)
 
