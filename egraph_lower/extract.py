@@ -15,6 +15,7 @@ signature where it can (shapes repeat):
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -206,8 +207,15 @@ def check_consistent(t: Tables, metas: ClassMetas, chosen: dict[int, int], decod
 class Extraction:
     choice: dict[int, int]  # e-class -> chosen e-node, for every class the roots reach
     cost: float  # DAG cost: each chosen class counted once
-    node_costs: dict[int, float]  # e-class -> cost of its chosen e-node's kernel
     order: list[int] | None = None  # the chosen classes, children first, when known
+
+
+def dag_cost(node_cost: Sequence[float] | np.ndarray, choice: dict[int, int]) -> float:
+    """The DAG cost of a choice: each chosen e-node's kernel once, summed exactly rounded (so in
+    whatever order the choice was made)."""
+    if isinstance(node_cost, np.ndarray):
+        return math.fsum(node_cost[np.fromiter(choice.values(), dtype=np.int64, count=len(choice))].tolist())
+    return math.fsum(map(node_cost.__getitem__, choice.values()))
 
 
 class Costs:
@@ -336,8 +344,7 @@ def walk(t: Tables, roots: Iterable[int], pick: Callable[[int], int], node_cost:
             continue
         n = chosen[c] = pick(c)
         stack.extend(t.children[n])
-    per_class = {c: node_cost[n] for c, n in chosen.items()}
-    return Extraction(chosen, sum(per_class.values()), per_class)  # type: ignore[arg-type]
+    return Extraction(chosen, dag_cost(node_cost, chosen))  # type: ignore[arg-type]
 
 
 def select(t: Tables, g: Greedy, roots: Iterable[int], backend: str,
@@ -404,8 +411,8 @@ def _new_work(t: Tables, kernel: np.ndarray, roots: Sequence[int], backend: str,
         return None
     if -1 in picked:
         raise LowerError(_no_form(priced.choice.tolist(), describe, backend))
-    per_class = dict(zip(order, kernel[picked].tolist()))
-    ex = Extraction(dict(zip(order, picked)), sum(per_class.values()), per_class, order)
+    choice = dict(zip(order, picked))
+    ex = Extraction(choice, dag_cost(kernel, choice), order)
     return _Start(ex, array("q", priced.choice.tobytes()), array("d", priced.best.tobytes()))
 
 

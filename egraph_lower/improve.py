@@ -20,7 +20,7 @@ import numpy as np
 
 from .anchored import price
 from .egraph.tables import Tables, distinct_kids
-from .extract import Extraction
+from .extract import Extraction, dag_cost
 
 _EPS = 1e-9
 _INF = float("inf")
@@ -31,7 +31,7 @@ class _State:
                  roots: Sequence[int]) -> None:
         self.t, self.node_cost, self.greedy = t, node_cost, greedy
         self.flat, self.start = t.kid_rows
-        self.choice = dict(ex.choice)
+        self.choice = ex.choice  # the start's, changed in place: it is not used again
         # refs[c]: how many chosen e-nodes use class c (each e-node once), roots never dropping to 0
         kids = distinct_kids(t.kids_array[np.fromiter(self.choice.values(), dtype=np.int64, count=len(self.choice))])
         users = np.bincount(kids[kids >= 0], minlength=t.n_classes)
@@ -39,6 +39,7 @@ class _State:
             users[r] += 1 << 20
         used = np.flatnonzero(users)
         self.refs: dict[int, int] = dict(zip(used.tolist(), users[used].tolist()))
+        self.users = users  # refs as they start, as an array
         self.log: list[tuple[str, int, int]] = []
 
     def _kids(self, n: int) -> set[int]:
@@ -185,7 +186,8 @@ def _touched(c: int, log: list[tuple[str, int, int]]) -> set[int]:
 
 def improve(t: Tables, kernel: np.ndarray, greedy: Sequence[int], best: Sequence[float],
             ex: Extraction, roots: Sequence[int], passes: int = 3, work: float = 0.25) -> Extraction:
-    """Local search over the chosen DAG; returns an extraction of no greater DAG cost.
+    """Local search over the chosen DAG; returns an extraction of no greater DAG cost
+    (taking over `ex.choice`, changed in place).
 
     A switch is tried only where it looks promising: the alternative's kernel plus what
     its children would add (their greedy sub-DAGs, free where already computed) is below
@@ -223,12 +225,13 @@ def improve(t: Tables, kernel: np.ndarray, greedy: Sequence[int], best: Sequence
         return added[k]
 
     runnable = kernel < np.inf
-    runnable_per_class = np.bincount(t.eclass_array[runnable], minlength=t.n_classes)
-    legal = {c: [n for n in nodes[c] if node_cost[n] < _INF]
-             for c in np.flatnonzero(runnable_per_class > 1).tolist() if c in s.choice}
+    choosing = np.bincount(t.eclass_array[runnable], minlength=t.n_classes) > 1  # classes with a choice
     for pass_ in range(passes):
         improved = False
-        scan = _promising(t, kernel, best, s, legal) if pass_ == 0 else legal
+        if pass_ == 0:
+            scan = _promising(t, kernel, best, s, runnable & choosing[t.eclass_array])
+        else:
+            scan = {c: [n for n in nodes[c] if node_cost[n] < _INF] for c in s.choice if choosing[c]}
         for c in [c for c in s.choice if c in scan] if scan else ():
             if c not in s.choice:
                 continue
@@ -261,44 +264,42 @@ def improve(t: Tables, kernel: np.ndarray, greedy: Sequence[int], best: Sequence
                 break
         if not improved or budget < 0:
             break
-    per_class = {c: node_cost[n] for c, n in s.choice.items()}
-    return Extraction(dict(s.choice), sum(per_class.values()), per_class, _order(ex.order, s.choice))
+    return Extraction(s.choice, dag_cost(node_cost, s.choice), _order(ex.order, s.choice))
 
 
 def _promising(t: Tables, kernel: np.ndarray, best: Sequence[float], s: _State,
-               legal: dict[int, list[int]]) -> dict[int, list[int]]:
-    """The alternatives of `legal` worth trying first, decided for all at once in NumPy: those
-    whose kernel plus a lower bound of what their children would add is below what the current
-    e-node costs with the children only it uses. The bound is the new-work price with every
-    selected class free (no choice of the e-nodes below adds less). The search checks each with
-    the exact amounts; this only skips, in the first pass, those that check would turn down
-    before any switch (rounding allowed for)."""
-    if not legal:
-        return legal
+               candidates: np.ndarray) -> dict[int, list[int]]:
+    """Per selected class, the alternatives (among the `candidates` e-nodes) worth trying first,
+    decided for all at once in NumPy: those whose kernel plus a lower bound of what their
+    children would add is below what the current e-node costs with the children only it uses.
+    The bound is the new-work price with every selected class free (no choice of the e-nodes
+    below adds less). The search checks each with the exact amounts; this only skips, in the
+    first pass, those that check would turn down before any switch (rounding allowed for)."""
     selected = np.zeros(t.n_classes, dtype=bool)
     pick = np.full(t.n_classes, -1, dtype=np.int64)
     chosen = np.fromiter(s.choice.keys(), dtype=np.int64, count=len(s.choice))
     selected[chosen] = True
     pick[chosen] = np.fromiter(s.choice.values(), dtype=np.int64, count=len(s.choice))
+    alts = np.flatnonzero(candidates & selected[t.eclass_array])
+    of = t.eclass_array[alts].astype(np.int64)
+    alts, of = alts[alts != pick[of]], of[alts != pick[of]]
+    if not len(alts):
+        return {}
     priced = price(t, kernel, selected)
-    if priced is None:
-        return legal
-    adds = np.where(selected, 0.0, priced.best)  # at least what selecting each class would add
-    classes = np.fromiter(legal.keys(), dtype=np.int64, count=len(legal))
-    sizes = np.fromiter(map(len, legal.values()), dtype=np.int64, count=len(legal))
-    alts = np.fromiter(chain.from_iterable(legal.values()), dtype=np.int64, count=int(sizes.sum()))
-    of = np.repeat(classes, sizes)
-    refs = np.zeros(t.n_classes, dtype=np.int64)
-    refs[list(s.refs)] = list(s.refs.values())
-    cur = pick[classes]
-    kids = distinct_kids(t.kids_array[cur])
-    only_user = (kids >= 0) & (refs[np.maximum(kids, 0)] == 1)
-    own = np.full(t.n_classes, np.inf)
-    own[classes] = kernel[cur] + np.where(only_user, np.asarray(best, dtype=np.float64)[np.maximum(kids, 0)], 0.0).sum(axis=1)
-    kids = distinct_kids(t.kids_array[alts])
-    lower = kernel[alts] + np.where(kids >= 0, adds[np.maximum(kids, 0)], 0.0).sum(axis=1)
-    bound = own[of]
-    keep = (alts != pick[of]) & (lower < bound + 1e-9 * (1.0 + np.abs(bound)))
+    keep = np.ones(len(alts), dtype=bool)
+    if priced is not None:  # (None never seen: everything below a selected class is free)
+        adds = np.where(selected, 0.0, priced.best)  # at least what selecting each class would add
+        classes = np.unique(of)
+        cur = pick[classes]
+        kids = distinct_kids(t.kids_array[cur])
+        only_user = (kids >= 0) & (s.users[np.maximum(kids, 0)] == 1)
+        own = np.full(t.n_classes, np.inf)
+        best_a = np.asarray(best, dtype=np.float64)
+        own[classes] = kernel[cur] + np.where(only_user, best_a[np.maximum(kids, 0)], 0.0).sum(axis=1)
+        kids = distinct_kids(t.kids_array[alts])
+        lower = kernel[alts] + np.where(kids >= 0, adds[np.maximum(kids, 0)], 0.0).sum(axis=1)
+        bound = own[of]
+        keep = lower < bound + 1e-9 * (1.0 + np.abs(bound))
     out: dict[int, list[int]] = {}
     for c, n in zip(of[keep].tolist(), alts[keep].tolist()):
         out.setdefault(c, []).append(n)

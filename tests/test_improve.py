@@ -39,7 +39,9 @@ def test_the_filter_keeps_every_alternative_the_check_accepts(make, backend: str
     members = t.nodes_by_class()
     legal = {c: [n for n in members[c] if kernel[n] < np.inf] for c in state.choice}
     legal = {c: ns for c, ns in legal.items() if len(ns) > 1}
-    kept = _promising(t, kernel, best, state, legal)
+    candidates = np.zeros(t.n_nodes, dtype=bool)
+    candidates[[n for ns in legal.values() for n in ns]] = True
+    kept = _promising(t, kernel, best, state, candidates)
 
     def adds(k: int) -> float:  # what selecting k adds: its greedy sub-DAG as a tree, selected classes free
         if k in state.choice:
