@@ -22,6 +22,7 @@ from .rules.dsl import App, Lit, Rule, Term, Var
 
 Binding = dict[str, Any]
 _KINDED = ("Act", "ActBwd", "ActBwdOut", "Bin", "Cmp")
+_WIDE = 16  # classes of more e-nodes are keyed one at a time
 
 
 def _head(ctor: str, fields: Sequence[Any]) -> tuple[str, str]:
@@ -114,7 +115,9 @@ class Matcher:
         return [answers[i] for i in inverse.tolist()]
 
     def _shapes(self, classes: np.ndarray) -> np.ndarray:
-        """An id per class of its members' signatures (as a sorted multiset); -1 elsewhere."""
+        """An id per class of its members' signatures (as a sorted multiset); -1 elsewhere.
+        Classes of up to `_WIDE` e-nodes are sorted and told apart as rows of a matrix; a
+        wider class (rare) as a tuple."""
         t = self.t
         members = self.nodes
         starts = members.starts_array
@@ -122,13 +125,21 @@ class Matcher:
         sizes = starts[classes + 1] - starts[classes]
         out = np.full(t.n_classes, -1, dtype=np.int64)
         ids: dict[tuple[int, ...], int] = {}
-        single = classes[sizes == 1]
-        only = t.sig_array[members.order_array[starts[single]]]
-        distinct, inv = np.unique(only, return_inverse=True)
-        out[single] = np.array([ids.setdefault((s,), len(ids)) for s in distinct.tolist()], dtype=np.int64)[inv.ravel()]
-        sig = t.sig
-        for c in classes[sizes > 1].tolist():
-            out[c] = ids.setdefault(tuple(sorted(sig[n] for n in members[c])), len(ids))
+        narrow = (sizes > 0) & (sizes <= _WIDE)
+        group, size = classes[narrow], sizes[narrow]
+        if len(group):
+            owner = np.repeat(np.arange(len(group)), size)
+            offset = np.arange(len(owner)) - np.repeat(np.cumsum(size) - size, size)  # position within its class
+            sig = t.sig_array[members.order_array[starts[group][owner] + offset]]
+            order = np.lexsort((sig, owner))  # each class's signatures in ascending order
+            matrix = np.full((len(group), int(size.max())), -1, dtype=np.int64)
+            matrix[owner, offset] = sig[order]
+            rows, inverse = distinct_rows(matrix)
+            row_ids = [ids.setdefault(tuple(v for v in row if v >= 0), len(ids)) for row in rows.tolist()]
+            out[group] = np.array(row_ids, dtype=np.int64)[inverse]
+        sig_l = t.sig
+        for c in classes[sizes > _WIDE].tolist():
+            out[c] = ids.setdefault(tuple(sorted(sig_l[n] for n in members[c])), len(ids))
         return out
 
     def rule_of(self, cls: int, chosen: int) -> str | None:
