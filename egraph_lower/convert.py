@@ -238,11 +238,7 @@ def _emit(
 
 def _objects(values: Iterable[Any]) -> np.ndarray:
     """A 1-D object array of `values` as they are (tuples not unpacked into a second axis)."""
-    items = list(values)
-    out = np.empty(len(items), dtype=object)
-    for i, v in enumerate(items):
-        out[i] = v
-    return out
+    return np.fromiter(values, dtype=object)
 
 
 def _sig_decoded(t: Tables, decoded: Decoded) -> list[tuple[str, dict[str, Any]] | None]:
