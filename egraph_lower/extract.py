@@ -56,12 +56,19 @@ class Decoded:
         return hit
 
 
-class ClassMetas(list):  # type: ignore[type-arg]
-    """Shape and dtype per e-class (None where unknown), with the interned ids behind them:
-    `ids[c]` indexes `table` (-1: unknown), so the vectorised passes compare metas as ints."""
+class ClassMetas(Sequence[Meta | None]):
+    """Shape and dtype per e-class (None where unknown), looked up when asked for: `ids[c]`
+    indexes `table` (-1: unknown), so the vectorised passes compare metas as ints."""
 
-    ids: np.ndarray
-    table: list[Meta]
+    def __init__(self, ids: np.ndarray, table: list[Meta]) -> None:
+        self.ids, self.table = ids, table
+
+    def __getitem__(self, c: int) -> Meta | None:  # type: ignore[override]
+        i = self.ids[c]
+        return None if i < 0 else self.table[i]
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 _MIX = np.random.default_rng(2026).integers(1, 2**63, size=64, dtype=np.int64).astype(np.uint64) | np.uint64(1)
@@ -142,10 +149,11 @@ def infer_metas(t: Tables, graph: Graph, decoded: Decoded) -> ClassMetas:
 
     ids = np.full(t.n_classes, -1, dtype=np.int64)
     by_id = graph.by_id
-    for node_id, c in t.ref.items():
-        if ids[c] < 0:
-            n = by_id[node_id]
-            ids[c] = intern((n.shape, n.dtype))
+    # the original nodes' own: the first node (in the reference's order) of each class
+    node_ids = np.fromiter(t.ref.keys(), dtype=np.int64, count=len(t.ref))
+    classes = np.fromiter(t.ref.values(), dtype=np.int64, count=len(t.ref))
+    classes, first = np.unique(classes, return_index=True)
+    ids[classes] = [intern((n.shape, n.dtype)) for n in map(by_id.__getitem__, node_ids[first].tolist())]
     eclass, sig, kids = t.eclass_array, t.sig_array, t.kids_array
     todo = np.flatnonzero(ids[eclass] < 0)  # e-nodes of classes still unknown
     while todo.size:
@@ -175,9 +183,7 @@ def infer_metas(t: Tables, graph: Graph, decoded: Decoded) -> ClassMetas:
         ids[eclass[idx[got >= 0]]] = got[got >= 0]
         todo = todo[~ready]  # the e-nodes tried are done (an unfit one never fits)
         todo = todo[ids[eclass[todo]] < 0]
-    metas = ClassMetas(None if i < 0 else table[i] for i in ids.tolist())
-    metas.ids, metas.table = ids, table
-    return metas
+    return ClassMetas(ids, table)
 
 
 def check_consistent(t: Tables, metas: ClassMetas, chosen: dict[int, int], decoded: Decoded) -> None:
