@@ -52,9 +52,9 @@ def cmd_lower(args: argparse.Namespace) -> int:
         sys.stderr.write("\n")
     t1 = time.perf_counter()
     if args.output:
-        write_atomic(args.output, result.graph.to_json())
+        write_atomic(args.output, result.graph.json_chunks())
     else:
-        sys.stdout.write(result.graph.to_json())
+        sys.stdout.writelines(result.graph.json_chunks())
     seconds = result.report.seconds
     seconds["read"], seconds["write"] = read, time.perf_counter() - t1
     if args.report:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from functools import cached_property
@@ -93,18 +93,19 @@ class Graph:
 
     def to_json(self) -> str:
         """The document, one node a line: diffable and still plain JSON."""
+        return "".join(self.json_chunks())
+
+    def json_chunks(self, nodes_per_chunk: int = 1 << 16) -> Iterator[str]:
+        """`to_json()` in pieces, to write a large graph without holding its whole text."""
         head = {"format": FORMAT, "version": VERSION}
         if self.name is not None:
             head["name"] = self.name
-        lines = ["{"]
-        lines += [f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()]
-        lines.append('  "nodes": [')
+        yield "\n".join(["{", *(f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()), '  "nodes": [']) + "\n"
+        lines = _NodeLines()
         with gc_paused():
-            lines.append(",\n".join(_node_lines(self.nodes)))
-        lines.append("  ],")
-        lines.append(f'  "outputs": {json.dumps(list(self.outputs))}')
-        lines.append("}")
-        return "\n".join(lines) + "\n"
+            for start in range(0, len(self.nodes), nodes_per_chunk):
+                yield ("" if start == 0 else ",\n") + ",\n".join(lines(self.nodes[start:start + nodes_per_chunk]))
+        yield f'\n  ],\n  "outputs": {json.dumps(list(self.outputs))}\n}}\n'
 
     @classmethod
     def from_dict(cls, doc: Any) -> Graph:
@@ -147,63 +148,69 @@ _INT = frozenset({int})
 _json_str = json.encoder.encode_basestring_ascii  # what json.dumps writes for a str (ensure_ascii)
 
 
-def _node_lines(nodes: list[Node]) -> list[str]:
-    """`json.dumps(n.to_dict(), separators=(", ", ": "))` of every node, indented: the same text,
-    built from per-value caches where a node's values have the types of a valid graph's (ints and
-    strings); json.dumps writes any other node whole, and any attributes without a cache key."""
-    lines: list[str] = []
-    append = lines.append
-    strs: dict[str, str] = {}  # op and dtype -> their JSON
-    shapes: dict[tuple[int, ...], tuple[tuple[int, ...], str]] = {}  # shape -> (a tuple of ints, JSON)
-    attrs_json: dict[tuple[Any, ...], str] = {}
-    for n in nodes:
-        nid, op, inputs, shape, dtype, attrs, name = n.id, n.op, n.inputs, n.shape, n.dtype, n.attrs, n.name
-        if (type(nid) is int and type(op) is str and type(dtype) is str and type(inputs) is tuple
-                and type(shape) is tuple and (name is None or type(name) is str)):
-            # Of exact ints (not bools), str() writes what json.dumps writes.
-            for i in inputs:
-                if type(i) is not int:
-                    break
-            else:
-                try:
-                    s_shape = shapes.get(shape)
-                except TypeError:  # unhashable dimensions: json.dumps says what they are
-                    s_shape = None
-                if s_shape is None or s_shape[0] is not shape:  # a shape seen as this very tuple is checked
-                    for d in shape:
-                        if type(d) is not int:
-                            break
-                    else:
-                        s_shape = shapes[shape] = (shape, str(list(shape)))
-                if s_shape is not None and s_shape[0] is shape:
-                    s_attrs: str | None
-                    if not attrs:
-                        s_attrs = ""
-                    elif type(attrs) is dict:
-                        key = tuple(attrs.items())
-                        if len(key) == 1 and type(k := key[0][0]) is str and type(v := key[0][1]) is str:
-                            # the common case, one string attribute (an op's kind, a weight's name)
-                            s_attrs = attrs_json.get(key)
-                            if s_attrs is None:
-                                s_attrs = attrs_json[key] = f'"attrs": {{{_json_str(k)}: {_json_str(v)}}}, '
+class _NodeLines:
+    """`json.dumps(n.to_dict(), separators=(", ", ": "))` of each node, indented: the same text,
+    built from per-value caches (kept from call to call) where a node's values have the types of a
+    valid graph's (ints and strings); json.dumps writes any other node whole, and any attributes
+    without a cache key."""
+
+    def __init__(self) -> None:
+        self.strs: dict[str, str] = {}  # op and dtype -> their JSON
+        self.shapes: dict[tuple[int, ...], tuple[tuple[int, ...], str]] = {}  # shape -> (a tuple of ints, JSON)
+        self.attrs_json: dict[tuple[Any, ...], str] = {}
+
+    def __call__(self, nodes: list[Node]) -> list[str]:
+        lines: list[str] = []
+        append = lines.append
+        strs, shapes, attrs_json = self.strs, self.shapes, self.attrs_json
+        for n in nodes:
+            nid, op, inputs, shape, dtype, attrs, name = n.id, n.op, n.inputs, n.shape, n.dtype, n.attrs, n.name
+            if (type(nid) is int and type(op) is str and type(dtype) is str and type(inputs) is tuple
+                    and type(shape) is tuple and (name is None or type(name) is str)):
+                # Of exact ints (not bools), str() writes what json.dumps writes.
+                for i in inputs:
+                    if type(i) is not int:
+                        break
+                else:
+                    try:
+                        s_shape = shapes.get(shape)
+                    except TypeError:  # unhashable dimensions: json.dumps says what they are
+                        s_shape = None
+                    if s_shape is None or s_shape[0] is not shape:  # a shape seen as this very tuple is checked
+                        for d in shape:
+                            if type(d) is not int:
+                                break
                         else:
-                            json_key = attrs_key(attrs, floats=False)
-                            s_attrs = attrs_json.get(json_key) if json_key is not None else None
-                            if s_attrs is None:
-                                s_attrs = f'"attrs": {json.dumps(attrs, separators=_NODE_SEPARATORS)}, '
-                                if json_key is not None:
-                                    attrs_json[json_key] = s_attrs
-                    else:
-                        s_attrs = None
-                    if s_attrs is not None:
-                        s_op = strs.get(op) or strs.setdefault(op, _json_str(op))
-                        s_dtype = strs.get(dtype) or strs.setdefault(dtype, _json_str(dtype))
-                        append(f'    {{"id": {nid}, "op": {s_op}, {s_attrs}"inputs": {list(inputs)}, '
-                               f'"shape": {s_shape[1]}, "dtype": {s_dtype}'
-                               + ("}" if name is None else f', "name": {_json_str(name)}}}'))
-                        continue
-        append(f"    {json.dumps(n.to_dict(), separators=_NODE_SEPARATORS)}")
-    return lines
+                            s_shape = shapes[shape] = (shape, str(list(shape)))
+                    if s_shape is not None and s_shape[0] is shape:
+                        s_attrs: str | None
+                        if not attrs:
+                            s_attrs = ""
+                        elif type(attrs) is dict:
+                            key = tuple(attrs.items())
+                            if len(key) == 1 and type(k := key[0][0]) is str and type(v := key[0][1]) is str:
+                                # the common case, one string attribute (an op's kind, a weight's name)
+                                s_attrs = attrs_json.get(key)
+                                if s_attrs is None:
+                                    s_attrs = attrs_json[key] = f'"attrs": {{{_json_str(k)}: {_json_str(v)}}}, '
+                            else:
+                                json_key = attrs_key(attrs, floats=False)
+                                s_attrs = attrs_json.get(json_key) if json_key is not None else None
+                                if s_attrs is None:
+                                    s_attrs = f'"attrs": {json.dumps(attrs, separators=_NODE_SEPARATORS)}, '
+                                    if json_key is not None:
+                                        attrs_json[json_key] = s_attrs
+                        else:
+                            s_attrs = None
+                        if s_attrs is not None:
+                            s_op = strs.get(op) or strs.setdefault(op, _json_str(op))
+                            s_dtype = strs.get(dtype) or strs.setdefault(dtype, _json_str(dtype))
+                            append(f'    {{"id": {nid}, "op": {s_op}, {s_attrs}"inputs": {list(inputs)}, '
+                                   f'"shape": {s_shape[1]}, "dtype": {s_dtype}'
+                                   + ("}" if name is None else f', "name": {_json_str(name)}}}'))
+                            continue
+            append(f"    {json.dumps(n.to_dict(), separators=_NODE_SEPARATORS)}")
+        return lines
 
 
 def attrs_key(attrs: dict[str, Any], floats: bool = True) -> tuple[Any, ...] | None:
@@ -304,14 +311,18 @@ def load_graph(path: str | os.PathLike[str]) -> Graph:
     return Graph.from_json(read_text(path))
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Write beside the target, then rename: a failed run never leaves a half-written file."""
+def write_atomic(path: str | os.PathLike[str], data: str | bytes | Iterable[str]) -> None:
+    """Write beside the target, then rename: a failed run never leaves a half-written file.
+    `data` may come in pieces (`Graph.json_chunks()`), written as they come."""
     p = Path(path)
     tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
     mode = "wb" if isinstance(data, bytes) else "w"
     try:
         with open(tmp, mode) as f:
-            f.write(data)
+            if isinstance(data, (str, bytes)):
+                f.write(data)
+            else:
+                f.writelines(data)
         os.replace(tmp, p)
     finally:
         if tmp.exists():

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from egraph_lower import ops
 from egraph_lower.dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES
 from egraph_lower.errors import GraphError, LowerError
-from egraph_lower.graph import FORMAT, VERSION, Graph, Node, gc_paused, load_graph, new_node, parse_json
+from egraph_lower.graph import FORMAT, VERSION, Graph, Node, gc_paused, load_graph, new_node, parse_json, write_atomic
 
 SPEC_EXAMPLE = """{
   "format": "egraph-lower/graph",
@@ -372,6 +372,27 @@ def test_to_json_writes_what_json_dumps_writes() -> None:
         g = Graph([*ODD_NODES[:3], bad], [0])
         assert written(Graph.to_json, g)[0] == "TypeError"
         assert written(Graph.to_json, g) == written(reference_to_json, g)
+
+
+@pytest.mark.parametrize("per_chunk", [1, 2, 3, 7, 1000])
+def test_json_chunks_join_to_the_document(per_chunk: int) -> None:
+    for nodes in (ODD_NODES[:9], ODD_NODES[:1], []):
+        g = Graph(list(nodes), [0], "n")
+        chunks = list(g.json_chunks(per_chunk))
+        assert "".join(chunks) == reference_to_json(g)
+        assert len(chunks) == 2 + -(-len(nodes) // per_chunk)
+
+
+def test_a_failing_chunk_leaves_the_target_as_it_was(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    target.write_text("before")
+    bad = Graph([*ODD_NODES[:3], Node(3, "Input", (), SHAPE, "f32", {"v": np.float32(1)})], [0])
+    with pytest.raises(TypeError):
+        write_atomic(target, bad.json_chunks(2))
+    assert target.read_text() == "before"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+    write_atomic(target, Graph(list(ODD_NODES[:9]), [0]).json_chunks(4))
+    assert target.read_text() == reference_to_json(Graph(list(ODD_NODES[:9]), [0]))
 
 
 @settings(max_examples=100, deadline=None)
