@@ -42,47 +42,60 @@ class Priced:
     best: np.ndarray  # that e-node's new-work cost (inf where none)
 
 
-def price(t: Tables, kernel: np.ndarray, anchored: np.ndarray) -> Priced | None:
-    """`kernel`: per e-node cost on the backend, inf where it cannot run. `anchored`: per
-    class, whether it holds an original node. None when the rounds do not settle.
+class Pricer:
+    """The new-work pricing of one e-graph for one backend's kernels, set up once: the e-nodes
+    the backend runs, grouped by class, and their distinct children. `price` then runs the
+    rounds for any choice of free (anchored) classes."""
 
-    Only the e-nodes the backend runs take part, grouped by class; each round gathers the
-    values of their priced children (the (e-node, child) pairs below that are not free)
-    and sums them per e-node."""
-    legal = np.flatnonzero(kernel < np.inf)
-    order = legal[np.argsort(t.eclass_array[legal], kind="stable")]  # by class, in id order within one
-    cls = t.eclass_array[order].astype(np.int64)
-    heads = np.flatnonzero(np.r_[True, cls[1:] != cls[:-1]]) if len(order) else np.empty(0, dtype=np.int64)
-    present = cls[heads]
-    base = kernel[order]
-    kids = distinct_kids(t.kids_array[order])
-    best = np.full(t.n_classes, np.inf)
-    blocked = np.zeros(t.n_classes, dtype=bool)  # anchors found to have no legal form
-    for _ in range(MAX_SPREADS):
-        priced = (kids >= 0) & ~(anchored & ~blocked)[np.maximum(kids, 0)]  # children that are not free
-        row, col = np.nonzero(priced)  # row-major: each e-node's children summed in order
-        kid = kids[row, col]
-        for _ in range(MAX_ROUNDS):
-            total = base + np.bincount(row, weights=best[kid], minlength=len(order))
-            new = np.full(t.n_classes, np.inf)
-            new[present] = np.minimum.reduceat(total, heads) if len(heads) else new[present]
-            if np.array_equal(new, best):
+    def __init__(self, t: Tables, kernel: np.ndarray) -> None:
+        self.n_classes, self.n_nodes = t.n_classes, t.n_nodes
+        members = t.nodes_by_class().order_array  # grouped by class, in id order within one
+        self.order = order = members[kernel[members] < np.inf]
+        self.cls = cls = t.eclass_array[order].astype(np.int64)
+        self.heads = np.flatnonzero(np.r_[True, cls[1:] != cls[:-1]]) if len(order) else np.empty(0, dtype=np.int64)
+        self.present = cls[self.heads]
+        self.base = kernel[order]
+        self.kids = distinct_kids(t.kids_array[order])
+
+    def price(self, anchored: np.ndarray) -> Priced | None:
+        """`anchored`: per class, whether it is free (holds an original node). None when the
+        rounds do not settle. Each round gathers the values of the e-nodes' priced children
+        (the (e-node, child) pairs that are not free) and sums them per e-node."""
+        order, cls, heads, present, base, kids = self.order, self.cls, self.heads, self.present, self.base, self.kids
+        best = np.full(self.n_classes, np.inf)
+        blocked = np.zeros(self.n_classes, dtype=bool)  # anchors found to have no legal form
+        for _ in range(MAX_SPREADS):
+            priced = (kids >= 0) & ~(anchored & ~blocked)[np.maximum(kids, 0)]  # children that are not free
+            row, col = np.nonzero(priced)  # row-major: each e-node's children summed in order
+            kid = kids[row, col]
+            for _ in range(MAX_ROUNDS):
+                total = base + np.bincount(row, weights=best[kid], minlength=len(order))
+                new = np.full(self.n_classes, np.inf)
+                if len(heads):
+                    new[present] = np.minimum.reduceat(total, heads)
+                if np.array_equal(new, best):
+                    break
+                best = new
+            else:
+                return None
+            stuck = anchored & np.isinf(best) & ~blocked
+            if not stuck.any():
                 break
-            best = new
+            blocked |= stuck
         else:
             return None
-        stuck = anchored & np.isinf(best) & ~blocked
-        if not stuck.any():
-            break
-        blocked |= stuck
-    else:
-        return None
-    choice = np.full(t.n_classes, -1, dtype=np.int64)
-    if len(heads):
-        tie = np.where(total == best[cls], order, t.n_nodes)
-        choice[present] = np.minimum.reduceat(tie, heads)
-    choice[np.isinf(best)] = -1
-    return Priced(choice, best)
+        choice = np.full(self.n_classes, -1, dtype=np.int64)
+        if len(heads):
+            tie = np.where(total == best[cls], order, self.n_nodes)
+            choice[present] = np.minimum.reduceat(tie, heads)
+        choice[np.isinf(best)] = -1
+        return Priced(choice, best)
+
+
+def price(t: Tables, kernel: np.ndarray, anchored: np.ndarray) -> Priced | None:
+    """`kernel`: per e-node cost on the backend, inf where it cannot run. `anchored`: per
+    class, whether it holds an original node. None when the rounds do not settle."""
+    return Pricer(t, kernel).price(anchored)
 
 
 class Cycle(Exception):

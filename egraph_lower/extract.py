@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .anchored import Cycle, price, settle
+from .anchored import Cycle, Pricer, settle
 from .backends import Backend
 from .egraph.language import LEAF, SCALAR, decode
 from .egraph.tables import Tables
@@ -383,7 +383,7 @@ def extract(t: Tables, costs: Costs, roots: Sequence[int], describe: Sequence[tu
     if method == "greedy":
         start = _new_work(t, kernel, roots, costs.backend.name, describe)
         if start is not None:
-            ex = improve(t, kernel, start.greedy, start.best, start.extraction, roots)
+            ex = improve(t, kernel, start.greedy, start.best, start.extraction, roots, pricer=start.pricer)
             if ex.order is None:  # the search added classes: settle the final choice afresh
                 ex.order = _settled(t, ex.choice, roots)
             return ex
@@ -402,13 +402,15 @@ class _Start:
     extraction: Extraction
     greedy: Sequence[int]  # per class: the new-work choice
     best: Sequence[float]
+    pricer: Pricer  # set up for the kernels: the local search prices again with it
 
 
 def _new_work(t: Tables, kernel: np.ndarray, roots: Sequence[int], backend: str,
               describe: Sequence[tuple[int, str]]) -> _Start | None:
     anchored = np.zeros(t.n_classes, dtype=bool)
     anchored[list(t.ref.values())] = True
-    priced = price(t, kernel, anchored)
+    pricer = Pricer(t, kernel)
+    priced = pricer.price(anchored)
     if priced is None:
         return None
     try:
@@ -419,7 +421,7 @@ def _new_work(t: Tables, kernel: np.ndarray, roots: Sequence[int], backend: str,
         raise LowerError(_no_form(priced.choice.tolist(), describe, backend))
     choice = dict(zip(order, picked))
     ex = Extraction(choice, dag_cost(kernel, choice), order)
-    return _Start(ex, array("q", priced.choice.tobytes()), array("d", priced.best.tobytes()))
+    return _Start(ex, array("q", priced.choice.tobytes()), array("d", priced.best.tobytes()), pricer)
 
 
 def _settled(t: Tables, choice: dict[int, int], roots: Sequence[int]) -> list[int] | None:

@@ -18,7 +18,7 @@ from itertools import chain
 
 import numpy as np
 
-from .anchored import price
+from .anchored import Pricer
 from .egraph.tables import Tables, distinct_kids
 from .extract import Extraction, dag_cost
 
@@ -185,7 +185,8 @@ def _touched(c: int, log: list[tuple[str, int, int]]) -> set[int]:
 
 
 def improve(t: Tables, kernel: np.ndarray, greedy: Sequence[int], best: Sequence[float],
-            ex: Extraction, roots: Sequence[int], passes: int = 3, work: float = 0.25) -> Extraction:
+            ex: Extraction, roots: Sequence[int], passes: int = 3, work: float = 0.25,
+            pricer: Pricer | None = None) -> Extraction:
     """Local search over the chosen DAG; returns an extraction of no greater DAG cost
     (taking over `ex.choice`, changed in place).
 
@@ -229,7 +230,7 @@ def improve(t: Tables, kernel: np.ndarray, greedy: Sequence[int], best: Sequence
     for pass_ in range(passes):
         improved = False
         if pass_ == 0:
-            scan = _promising(t, kernel, best, s, runnable & choosing[t.eclass_array])
+            scan = _promising(t, pricer or Pricer(t, kernel), kernel, best, s, runnable & choosing[t.eclass_array])
         else:
             scan = {c: [n for n in nodes[c] if node_cost[n] < _INF] for c in s.choice if choosing[c]}
         for c in [c for c in s.choice if c in scan] if scan else ():
@@ -267,7 +268,7 @@ def improve(t: Tables, kernel: np.ndarray, greedy: Sequence[int], best: Sequence
     return Extraction(s.choice, dag_cost(node_cost, s.choice), _order(ex.order, s.choice))
 
 
-def _promising(t: Tables, kernel: np.ndarray, best: Sequence[float], s: _State,
+def _promising(t: Tables, pricer: Pricer, kernel: np.ndarray, best: Sequence[float], s: _State,
                candidates: np.ndarray) -> dict[int, list[int]]:
     """Per selected class, the alternatives (among the `candidates` e-nodes) worth trying first,
     decided for all at once in NumPy: those whose kernel plus a lower bound of what their
@@ -285,7 +286,7 @@ def _promising(t: Tables, kernel: np.ndarray, best: Sequence[float], s: _State,
     alts, of = alts[alts != pick[of]], of[alts != pick[of]]
     if not len(alts):
         return {}
-    priced = price(t, kernel, selected)
+    priced = pricer.price(selected)
     keep = np.ones(len(alts), dtype=bool)
     if priced is not None:  # (None never seen: everything below a selected class is free)
         adds = np.where(selected, 0.0, priced.best)  # at least what selecting each class would add

@@ -11,6 +11,7 @@ import pytest
 import egraph_lower as el
 from egraph_lower.build import GraphBuilder
 from egraph_lower.extract import Costs, _new_work
+from egraph_lower.anchored import Pricer
 from egraph_lower.improve import _promising, _State
 from egraph_lower.lower import saturate_graph
 
@@ -41,7 +42,7 @@ def test_the_filter_keeps_every_alternative_the_check_accepts(make, backend: str
     legal = {c: ns for c, ns in legal.items() if len(ns) > 1}
     candidates = np.zeros(t.n_nodes, dtype=bool)
     candidates[[n for ns in legal.values() for n in ns]] = True
-    kept = _promising(t, kernel, best, state, candidates)
+    kept = _promising(t, Pricer(t, kernel), kernel, best, state, candidates)
 
     def adds(k: int) -> float:  # what selecting k adds: its greedy sub-DAG as a tree, selected classes free
         if k in state.choice:
