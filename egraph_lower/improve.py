@@ -227,6 +227,7 @@ def improve(t: Tables, kernel: np.ndarray, greedy: Sequence[int], best: Sequence
 
     runnable = kernel < np.inf
     choosing = np.bincount(t.eclass_array[runnable], minlength=t.n_classes) > 1  # classes with a choice
+    switched = False
     for pass_ in range(passes):
         improved = False
         if pass_ == 0:
@@ -255,7 +256,7 @@ def improve(t: Tables, kernel: np.ndarray, greedy: Sequence[int], best: Sequence
                     cyclic = cyclic_classes(t, runnable.tolist())
                 if delta < -_EPS and (not cyclic or s.cycle_free(_touched(c, s.log), cyclic)):
                     s.log.clear()
-                    improved = True
+                    improved = switched = True
                     added.clear()  # the selection changed
                     cur = n
                     own = cost + sum(best[k] for k in kids if s.refs.get(k, 0) == 1)
@@ -265,7 +266,8 @@ def improve(t: Tables, kernel: np.ndarray, greedy: Sequence[int], best: Sequence
                 break
         if not improved or budget < 0:
             break
-    return Extraction(s.choice, dag_cost(node_cost, s.choice), _order(ex.order, s.choice))
+    order = _order(ex.order, s.choice) if switched else ex.order
+    return Extraction(s.choice, dag_cost(node_cost, s.choice), order)
 
 
 def _promising(t: Tables, pricer: Pricer, kernel: np.ndarray, best: Sequence[float], s: _State,
