@@ -37,8 +37,7 @@ class _State:
         users = np.bincount(kids[kids >= 0], minlength=t.n_classes)
         for r in roots:
             users[r] += 1 << 20
-        used = np.flatnonzero(users)
-        self.refs: dict[int, int] = dict(zip(used.tolist(), users[used].tolist()))
+        self.refs = array("q", users.astype(np.int64).tobytes())  # per class: a machine int, not a dict entry
         self.users = users  # refs as they start, as an array
         self.log: list[tuple[str, int, int]] = []
 
@@ -51,7 +50,7 @@ class _State:
         stack = [k]
         while stack:
             c = stack.pop()
-            r = self.refs.get(c, 0)
+            r = self.refs[c]
             self.refs[c] = r + 1
             self.log.append(("ref+", c, 0))
             if r == 0 and c not in self.choice:
@@ -239,7 +238,7 @@ def improve(t: Tables, kernel: np.ndarray, greedy: Sequence[int], best: Sequence
                 continue
             budget -= len(scan[c])
             cur = s.choice[c]
-            own = node_cost[cur] + sum(best[k] for k in kids_of(cur) if s.refs.get(k, 0) == 1)
+            own = node_cost[cur] + sum(best[k] for k in kids_of(cur) if s.refs[k] == 1)
             for n in scan[c]:
                 cost = node_cost[n]
                 if n == s.choice[c] or cost >= own:
@@ -259,7 +258,7 @@ def improve(t: Tables, kernel: np.ndarray, greedy: Sequence[int], best: Sequence
                     improved = switched = True
                     added.clear()  # the selection changed
                     cur = n
-                    own = cost + sum(best[k] for k in kids if s.refs.get(k, 0) == 1)
+                    own = cost + sum(best[k] for k in kids if s.refs[k] == 1)
                 else:
                     s.undo()
             if budget < 0:

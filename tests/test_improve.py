@@ -52,7 +52,7 @@ def test_the_filter_keeps_every_alternative_the_check_accepts(make, backend: str
     checked = 0
     for c, alternatives in legal.items():
         cur = state.choice[c]
-        own = kernel[cur] + sum(best[k] for k in set(t.children[cur]) if state.refs.get(k, 0) == 1)
+        own = kernel[cur] + sum(best[k] for k in set(t.children[cur]) if state.refs[k] == 1)
         for n in alternatives:
             kids = set(t.children[n])
             if n == cur or any(greedy[k] < 0 and k not in state.choice for k in kids):
