@@ -234,13 +234,17 @@ class Costs:
         """The kernel cost of every e-node (inf where the backend cannot run it), computed
         once per distinct (constructor, fields, metas)."""
         t, metas = self.t, self.metas
-        ids = metas.ids
-        out_ids = ids[t.eclass_array]
-        kid = _child_metas(t, ids)
-        idx = np.flatnonzero((out_ids >= 0) & (kid != -1).all(axis=1))
+        ids = metas.ids.astype(np.int32)
+        runs = np.array([self._runs(ctor, fields) for ctor, fields in t.sigs], dtype=bool)
+        idx = np.flatnonzero(runs[t.sig_array]) if len(runs) else np.empty(0, dtype=np.int64)  # the rest: inf
+        out_ids = ids[t.eclass_array[idx]]
+        kids = t.kids_array[idx]
+        kid = np.where(kids >= 0, ids[kids], -2)
+        known = (out_ids >= 0) & (kid != -1).all(axis=1)
+        idx, out_ids, kid = idx[known], out_ids[known], kid[known]
         costs = np.full(t.n_nodes, np.inf)
         if idx.size:
-            rows, inverse = distinct_rows(t.sig_array[idx], out_ids[idx], kid[idx])
+            rows, inverse = distinct_rows(t.sig_array[idx], out_ids, kid)
             unique = np.empty(len(rows))
             for j, row in enumerate(rows.tolist()):
                 ctor, fields = t.sigs[row[0]]
@@ -248,6 +252,12 @@ class Costs:
                 unique[j] = np.inf if c is None else c
             costs[idx] = unique[inverse]
         return costs
+
+    def _runs(self, ctor: str, fields: tuple[Any, ...]) -> bool:
+        if ctor == LEAF:
+            return True
+        op, _attrs, kind = self.decoded(ctor, fields)
+        return self.backend.runs(op, kind)
 
     def _cost(self, ctor: str, fields: tuple[Any, ...], ins: Sequence[Meta], out: Meta) -> float | None:
         if ctor == LEAF:
