@@ -124,9 +124,9 @@ def _distinct_mixed(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows[first], inverse.ravel()
 
 
-def _child_metas(t: Tables, ids: np.ndarray) -> np.ndarray:
-    """Meta id of every e-node's children; -2 past its arity, -1 where unknown."""
-    kids = t.kids_array
+def _child_metas(t: Tables, ids: np.ndarray, enodes: np.ndarray) -> np.ndarray:
+    """Meta id of the children of `enodes`; -2 past an e-node's arity, -1 where unknown."""
+    kids = t.kids_array[enodes]
     return np.where(kids >= 0, ids[kids], -2)
 
 
@@ -147,23 +147,23 @@ def infer_metas(t: Tables, graph: Graph, decoded: Decoded) -> ClassMetas:
             table.append(m)
         return i
 
-    ids = np.full(t.n_classes, -1, dtype=np.int64)
+    ids = np.full(t.n_classes, -1, dtype=np.int32)  # (int32: the gathers below move half the bytes)
     by_id = graph.by_id
     # the original nodes' own: the first node (in the reference's order) of each class
     node_ids = np.fromiter(t.ref.keys(), dtype=np.int64, count=len(t.ref))
     classes = np.fromiter(t.ref.values(), dtype=np.int64, count=len(t.ref))
     classes, first = np.unique(classes, return_index=True)
     ids[classes] = [intern((n.shape, n.dtype)) for n in map(by_id.__getitem__, node_ids[first].tolist())]
-    eclass, sig, kids = t.eclass_array, t.sig_array, t.kids_array
+    eclass, sig = t.eclass_array, t.sig_array
     todo = np.flatnonzero(ids[eclass] < 0)  # e-nodes of classes still unknown
     while todo.size:
-        kid = np.where(kids[todo] >= 0, ids[kids[todo]], -2)
+        kid = _child_metas(t, ids, todo)
         ready = (kid != -1).all(axis=1)
         idx, kid = todo[ready], kid[ready]
         if idx.size == 0:
             break
         rows, inverse = distinct_rows(sig[idx], kid)
-        result = np.empty(len(rows), dtype=np.int64)
+        result = np.empty(len(rows), dtype=np.int32)
         for j, row in enumerate(rows.tolist()):
             ctor, fields = t.sigs[row[0]]
             if ctor == LEAF:
@@ -192,7 +192,7 @@ def check_consistent(t: Tables, metas: ClassMetas, chosen: dict[int, int], decod
     means an unsound rule merged values of different shapes or dtypes."""
     classes = np.fromiter(chosen.keys(), dtype=np.int64, count=len(chosen))
     enodes = np.fromiter(chosen.values(), dtype=np.int64, count=len(chosen))
-    kid = _child_metas(t, metas.ids)[enodes]
+    kid = _child_metas(t, metas.ids, enodes)
     rows, _ = distinct_rows(t.sig_array[enodes], metas.ids[classes], kid)
     for row in rows.tolist():
         ctor, fields = t.sigs[row[0]]
@@ -234,12 +234,11 @@ class Costs:
         """The kernel cost of every e-node (inf where the backend cannot run it), computed
         once per distinct (constructor, fields, metas)."""
         t, metas = self.t, self.metas
-        ids = metas.ids.astype(np.int32)
+        ids = metas.ids
         runs = np.array([self._runs(ctor, fields) for ctor, fields in t.sigs], dtype=bool)
         idx = np.flatnonzero(runs[t.sig_array]) if len(runs) else np.empty(0, dtype=np.int64)  # the rest: inf
         out_ids = ids[t.eclass_array[idx]]
-        kids = t.kids_array[idx]
-        kid = np.where(kids >= 0, ids[kids], -2)
+        kid = _child_metas(t, ids, idx)
         known = (out_ids >= 0) & (kid != -1).all(axis=1)
         idx, out_ids, kid = idx[known], out_ids[known], kid[known]
         costs = np.full(t.n_nodes, np.inf)
