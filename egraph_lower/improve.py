@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from itertools import chain
 
 import numpy as np
 

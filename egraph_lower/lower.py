@@ -19,13 +19,12 @@ from .egraph import tables
 from .egraph.load import load
 from .egraph.tables import Tables
 from .egraph.saturate import Iteration, Limits, Saturation, saturate
-from .errors import IllegalGraphError, LowerError
+from .errors import IllegalGraphError
 from .extract import (EXTRACTORS, ClassMetas, Costs, Decoded, Extraction, check_consistent, extract,
                       graph_cost, infer_metas)
 from .graph import Graph, Node, gc_paused
 from .provenance import Matcher
 from .rules.dsl import Rule
-from .validate import Meta
 
 STAGES = ("load", "saturate", "extract", "convert", "check")
 

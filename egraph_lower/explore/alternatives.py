@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..egraph.language import LEAF, REF, SCALAR, encode
+from ..egraph.language import LEAF, REF, SCALAR
 from ..egraph.tables import Members, Tables
 from ..convert import is_own
 from ..extract import Costs, Decoded, Extraction, greedy

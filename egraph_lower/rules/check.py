@@ -33,7 +33,6 @@ and dy scaled so that each term dy (x - mean)/std is finite in d.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,11 +41,10 @@ from typing import SupportsFloat, cast
 import numpy as np
 
 from ..evaluate import activation, apply
-from ..dtypes import to_numpy
 from ..egraph import language
 from . import ALL_RULES
 from .approximations import ATAN_MAX_ABS_ERROR, ERF_MAX_ABS_ERROR
-from .dsl import App, Lit, Rule, Term, Var, to_egglog
+from .dsl import App, Lit, Rule, Term, Var
 
 DTYPES: tuple[str, ...] = ("f32", "f16", "bf16", "f64")
 EPS: dict[str, float] = {"f64": 2.0**-52, "f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}
