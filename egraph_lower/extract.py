@@ -26,7 +26,7 @@ import numpy as np
 from .anchored import Cycle, Pricer, settle
 from .backends import Backend
 from .egraph.language import LEAF, SCALAR, decode
-from .egraph.tables import Tables
+from .egraph.tables import Tables, group, representatives
 from .errors import IllegalGraphError, LowerError
 from .graph import Graph
 from .validate import Meta, infer
@@ -79,7 +79,7 @@ def distinct_rows(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows of int64 columns (1-D, or 2-D for several), and for each row the index of
     its distinct row. The values are small (signatures, meta ids), so a row packs exactly into
     one int64 key (each column offset to 0 and scaled by the ranges before it) and one pass of
-    `np.unique` over the keys decides; rows too wide to pack are told apart by a 64-bit mix of
+    `tables.group` over the keys decides; rows too wide to pack are told apart by a 64-bit mix of
     their values, checked exactly afterwards (a collision, never seen, falls back to comparing
     whole rows)."""
     parts = [np.asarray(c, dtype=np.int64) for c in columns]
@@ -94,20 +94,9 @@ def distinct_rows(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return _distinct_mixed(np.column_stack(parts))
         key *= hi - lo + 1
         key += col - lo
-    distinct, inverse = _unique(key)
-    first = np.empty(len(distinct), dtype=np.int64)
-    first[inverse] = np.arange(n)  # a row of each key
+    distinct, inverse = group(key, span)
+    first = representatives(inverse, len(distinct))  # a row of each key
     return np.column_stack([p[first] for p in parts]), inverse
-
-
-def _unique(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The sorted distinct keys and each key's index among them: the distinct ones by hashing
-    where NumPy can (2.3 on), then a binary search, rather than sorting every key."""
-    try:
-        distinct = np.sort(np.unique(key, sorted=False))
-    except TypeError:  # NumPy before 2.3
-        distinct = np.unique(key)
-    return distinct, np.searchsorted(distinct, key)
 
 
 def _distinct_mixed(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -121,22 +121,23 @@ class Matcher:
         t = self.t
         members = self.nodes
         starts = members.starts_array
-        classes = np.unique(classes)
+        asked = np.zeros(t.n_classes, dtype=bool)
+        asked[classes] = True
+        classes = np.flatnonzero(asked)
         sizes = starts[classes + 1] - starts[classes]
         out = np.full(t.n_classes, -1, dtype=np.int64)
         ids: dict[tuple[int, ...], int] = {}
         narrow = (sizes > 0) & (sizes <= _WIDE)
-        group, size = classes[narrow], sizes[narrow]
-        if len(group):
-            owner = np.repeat(np.arange(len(group)), size)
+        few, size = classes[narrow], sizes[narrow]
+        if len(few):
+            owner = np.repeat(np.arange(len(few)), size)
             offset = np.arange(len(owner)) - np.repeat(np.cumsum(size) - size, size)  # position within its class
-            sig = t.sig_array[members.order_array[starts[group][owner] + offset]]
-            order = np.lexsort((sig, owner))  # each class's signatures in ascending order
-            matrix = np.full((len(group), int(size.max())), -1, dtype=np.int64)
-            matrix[owner, offset] = sig[order]
+            matrix = np.full((len(few), int(size.max())), -1, dtype=np.int64)
+            matrix[owner, offset] = t.sig_array[members.order_array[starts[few][owner] + offset]]
+            matrix.sort(axis=1)  # each class's signatures in ascending order (after the -1 padding)
             rows, inverse = distinct_rows(matrix)
             row_ids = [ids.setdefault(tuple(v for v in row if v >= 0), len(ids)) for row in rows.tolist()]
-            out[group] = np.array(row_ids, dtype=np.int64)[inverse]
+            out[few] = np.array(row_ids, dtype=np.int64)[inverse]
         sig_l = t.sig
         for c in classes[sizes > _WIDE].tolist():
             out[c] = ids.setdefault(tuple(sorted(sig_l[n] for n in members[c])), len(ids))

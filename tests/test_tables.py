@@ -94,3 +94,16 @@ def test_float_fields_keep_their_bits() -> None:
     got = [distinct[c] for c in codes.tolist()]
     assert got == [0.5, -0.0, 0.5, 1e300] and np.signbit(got[1])
     assert len(distinct) == 3
+
+
+def test_group_is_numpys_unique_on_either_path() -> None:
+    rng = np.random.default_rng(3)
+    dense = rng.integers(0, 50, size=1000)
+    sparse = rng.integers(-2**62, 2**62, size=1000)
+    sparse[::3] = sparse[0]
+    for key, span in ((dense, 50), (dense, None), (sparse, None), (np.empty(0, dtype=np.int64), 8)):
+        distinct, inverse = tables.group(key, span)
+        want, want_inverse = np.unique(key, return_inverse=True)
+        assert np.array_equal(distinct, want) and np.array_equal(inverse, want_inverse.ravel())
+        reps = tables.representatives(inverse, len(distinct))
+        assert np.array_equal(key[reps], distinct)

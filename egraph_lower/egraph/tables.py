@@ -36,6 +36,29 @@ def distinct_kids(kids: np.ndarray) -> np.ndarray:
     return out
 
 
+def group(key: np.ndarray, span: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct values of the ints `key`, and for each key its index among them.
+    Keys known to lie in [0, span), with span not far above their number, are grouped through
+    a table of `span` flags (one pass, no sort); others by hashing out the distinct values
+    (NumPy 2.3 on) and a binary search, which beats sorting every key."""
+    if span is not None and span <= 4 * len(key) + 4096:
+        present = np.zeros(span, dtype=bool)
+        present[key] = True
+        return np.flatnonzero(present), (np.cumsum(present) - 1)[key]
+    try:
+        distinct = np.sort(np.unique(key, sorted=False))
+    except TypeError:  # NumPy before 2.3
+        distinct = np.unique(key)
+    return distinct, np.searchsorted(distinct, key)
+
+
+def representatives(inverse: np.ndarray, n_groups: int) -> np.ndarray:
+    """An index of one member of each group, given each member's group."""
+    out = np.empty(n_groups, dtype=np.int64)
+    out[inverse] = np.arange(len(inverse))
+    return out
+
+
 class _Rows(Sequence[Any]):
     """A read-only column computed per row from compact arrays."""
 
@@ -140,9 +163,8 @@ class _Decoder:
         """Each value's index into the list of distinct decoded values."""
         if sort == "String":  # few distinct strings: group by the values' hashes, decode each group once
             hashes = np.fromiter(map(hash, values), dtype=np.int64, count=len(values))
-            _, first, codes = np.unique(hashes, return_index=True, return_inverse=True)
-            reps = [values[i] for i in first.tolist()]
-            codes = codes.ravel()
+            distinct_hashes, codes = group(hashes)
+            reps = [values[i] for i in representatives(codes, len(distinct_hashes)).tolist()]
             if all(map(eq, values, map(reps.__getitem__, codes.tolist()))):  # exact, not trusting hashes
                 return codes, [self.by_sort[sort](v) for v in reps]
         decoded = list(map(self.by_sort[sort], values))
@@ -152,8 +174,8 @@ class _Decoder:
             bits = np.array(decoded, dtype=np.float64).view(np.int64)
         else:
             bits = np.array(decoded, dtype=np.int64)
-        _, first, codes = np.unique(bits, return_index=True, return_inverse=True)
-        return codes.ravel(), [decoded[i] for i in first.tolist()]
+        distinct_bits, codes = group(bits)
+        return codes, [decoded[i] for i in representatives(codes, len(distinct_bits)).tolist()]
 
 
 def read(egraph: bindings.EGraph) -> Tables:
@@ -191,7 +213,7 @@ def read(egraph: bindings.EGraph) -> Tables:
         combos: list[tuple[Any, ...]] = [()]
         for j, sort in enumerate(fn.input_sorts[:k]):
             codes, distinct = decoder.codes(sort, flat[j::width])
-            joint, key = np.unique(key * len(distinct) + codes, return_inverse=True)
+            joint, key = group(key * len(distinct) + codes, len(combos) * len(distinct))
             combos = [combos[u // len(distinct)] + (distinct[u % len(distinct)],) for u in joint.tolist()]
         to_global = np.array([sig_ids.setdefault((name, f), len(sig_ids)) for f in combos], dtype=np.int64)
         sig_parts.append(to_global[key.ravel()].astype(np.int32))
