@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from operator import attrgetter
 from typing import Any
 
@@ -89,7 +90,7 @@ def to_graph(
     return _emit(t, ex, _post_order(ex.choice, t.children, roots), graph, metas, decoded, matcher)
 
 
-_ID = attrgetter("id")
+_ID, _INPUTS = attrgetter("id"), attrgetter("inputs")
 
 
 class _NotChildrenFirst(Exception):
@@ -181,10 +182,10 @@ def _emit(
     onodes = [graph.nodes[i] for i in chosen_at[first].tolist()]
     origin_pos = dict(zip(opos.tolist(), onodes))
     own_sig = _own_sigs(t, graph, onodes)
-    want_kids = np.full((len(onodes), kids.shape[1]), -1, dtype=np.int64)
-    for i, node in enumerate(onodes):
-        if node.op not in LEAF_OPS:
-            want_kids[i, :len(node.inputs)] = [t.ref[x] for x in node.inputs]
+    want_kids = np.full((len(onodes), kids.shape[1]), -1, dtype=np.int64)  # their inputs' classes
+    arity = np.fromiter(map(len, map(_INPUTS, onodes)), dtype=np.int64, count=len(onodes))
+    want_kids[np.repeat(np.arange(len(onodes)), arity), np.arange(int(arity.sum())) - np.repeat(np.cumsum(arity) - arity, arity)] = \
+        np.fromiter(map(t.ref.__getitem__, chain.from_iterable(map(_INPUTS, onodes))), dtype=np.int64, count=int(arity.sum()))
     own = np.zeros(n, dtype=bool)
     own[opos[(sig[opos] == own_sig) & (kids[opos] == want_kids).all(axis=1)]] = True
 
