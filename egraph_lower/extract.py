@@ -214,7 +214,7 @@ def dag_cost(node_cost: Sequence[float] | np.ndarray, choice: dict[int, int]) ->
 
 
 class Costs:
-    """The backend's kernel cost of each e-node (None where the backend cannot run it)."""
+    """The backend's kernel cost of each e-node (inf where the backend cannot run it)."""
 
     def __init__(self, t: Tables, metas: ClassMetas, backend: Backend, decoded: Decoded) -> None:
         self.t, self.metas, self.backend, self.decoded = t, metas, backend, decoded
@@ -236,8 +236,7 @@ class Costs:
             unique = np.empty(len(rows))
             for j, row in enumerate(rows.tolist()):
                 ctor, fields = t.sigs[row[0]]
-                c = self._cost(ctor, fields, [metas.table[i] for i in row[2:] if i != -2], metas.table[row[1]])
-                unique[j] = np.inf if c is None else c
+                unique[j] = self._cost(ctor, fields, [metas.table[i] for i in row[2:] if i != -2], metas.table[row[1]])
             costs[idx] = unique[inverse]
         return costs
 
@@ -247,12 +246,11 @@ class Costs:
         op, _attrs, kind = self.decoded(ctor, fields)
         return self.backend.runs(op, kind)
 
-    def _cost(self, ctor: str, fields: tuple[Any, ...], ins: Sequence[Meta], out: Meta) -> float | None:
+    def _cost(self, ctor: str, fields: tuple[Any, ...], ins: Sequence[Meta], out: Meta) -> float:
+        """The kernel cost of an e-node the backend runs (`_runs`)."""
         if ctor == LEAF:
             return 0.0
         op, _attrs, kind = self.decoded(ctor, fields)
-        if not self.backend.runs(op, kind):
-            return None
         return self.backend.cost.node_cost(op, kind, ins, out)
 
 
