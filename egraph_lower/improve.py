@@ -37,7 +37,6 @@ class _State:
         for r in roots:
             users[r] += 1 << 20
         self.refs = array("q", users.astype(np.int64).tobytes())  # per class: a machine int, not a dict entry
-        self.users = users  # refs as they start, as an array
         self.log: list[tuple[str, int, int]] = []
 
     def _kids(self, n: int) -> set[int]:
@@ -293,7 +292,8 @@ def _promising(t: Tables, pricer: Pricer, kernel: np.ndarray, best: Sequence[flo
         classes = np.unique(of)
         cur = pick[classes]
         kids = distinct_kids(t.kids_array[cur])
-        only_user = (kids >= 0) & (s.users[np.maximum(kids, 0)] == 1)
+        refs = np.frombuffer(s.refs, dtype=np.int64)  # (no switch made yet: the counts as they start)
+        only_user = (kids >= 0) & (refs[np.maximum(kids, 0)] == 1)
         own = np.full(t.n_classes, np.inf)
         best_a = np.asarray(best, dtype=np.float64)
         own[classes] = kernel[cur] + np.where(only_user, best_a[np.maximum(kids, 0)], 0.0).sum(axis=1)
