@@ -24,30 +24,11 @@ from .dtypes import round_to
 from .egraph.language import LEAF, SCALAR, encode
 from .egraph.tables import MAX_ARITY, Tables
 from .extract import ClassMetas, Decoded, Extraction, distinct_rows
+from .extract.walks import post_order
 from .graph import Graph, Node, attrs_key, new_node
 from .ops import LEAF_OPS
 from .provenance import Matcher
 from .validate import Meta
-
-
-def _post_order(choice: dict[int, int], children: Sequence[tuple[int, ...]], roots: Sequence[int]) -> list[int]:
-    order: list[int] = []
-    done: set[int] = set()
-    for root in roots:
-        stack: list[tuple[int, bool]] = [(root, False)]
-        while stack:
-            c, expanded = stack.pop()
-            if c in done:
-                continue
-            if expanded:
-                done.add(c)
-                order.append(c)
-                continue
-            stack.append((c, True))
-            for k in reversed(children[choice[c]]):
-                if k not in done:
-                    stack.append((k, False))
-    return order
 
 
 def _operand_dtype(ctor: str, pos: int, kid_metas: Sequence[Meta | None], out: Meta) -> str:
@@ -87,7 +68,10 @@ def to_graph(
             return _emit(t, ex, ex.order, graph, metas, decoded, matcher)
         except _NotChildrenFirst:
             pass  # a switch chose a form whose inputs settled later: order it afresh
-    return _emit(t, ex, _post_order(ex.choice, t.children, roots), graph, metas, decoded, matcher)
+    choice, children = ex.choice, t.children
+    # children first, the first input's side first (the order the nodes are written in)
+    order = post_order(roots, lambda c: reversed(children[choice[c]]), t.n_classes)
+    return _emit(t, ex, order, graph, metas, decoded, matcher)
 
 
 _ID, _INPUTS = attrgetter("id"), attrgetter("inputs")

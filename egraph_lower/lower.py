@@ -41,6 +41,7 @@ class Report:
     enodes: int
     rules_fired: dict[str, int]
     seconds: dict[str, float] = field(default_factory=dict)
+    extraction: dict[str, Any] = field(default_factory=dict)  # `Extraction.describe()`: extractor, optimal, status
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -48,6 +49,7 @@ class Report:
             "backend": self.backend,
             "before": self.before,
             "after": self.after,
+            "extraction": self.extraction,
             "stop_reason": self.stop_reason,
             "iterations": self.iterations,
             "eclasses": self.eclasses,
@@ -65,7 +67,7 @@ class Report:
         lines = [
             f"lowered {self.graph or 'graph'} for {self.backend}",
             f"  before  {self.before['nodes']:>9,} nodes   cost {cost(self.before['cost'])}",
-            f"  after   {self.after['nodes']:>9,} nodes   cost {cost(self.after['cost'])}",
+            f"  after   {self.after['nodes']:>9,} nodes   cost {cost(self.after['cost'])}" + proof_note(self.extraction),
             f"  e-graph {self.eclasses:,} e-classes, {self.enodes:,} e-nodes after {self.iterations} iterations"
             f" ({self.stop_reason})",
             f"  rules   {sum(self.rules_fired.values()):,} matches of {len(fired)} rules"
@@ -73,6 +75,15 @@ class Report:
             "  seconds " + "  ".join(f"{k} {s[k]:.3f}" for k in ("read", *STAGES, "write", "total") if k in s),
         ]
         return "\n".join(lines)
+
+
+def proof_note(extraction: dict[str, Any]) -> str:
+    """What the summary adds to the cost of an integer program's choice: whether it is proven optimal."""
+    if extraction.get("extractor") != "exact":
+        return ""
+    if extraction.get("optimal"):
+        return "   (exact: proven optimal)"
+    return f"   (exact: NOT proven optimal, {extraction.get('status')})"
 
 
 @dataclass
@@ -202,5 +213,6 @@ def _lower(graph: Graph, target: Backend, limits: Limits, progress: Callable[[It
         enodes=s.tables.n_nodes,
         rules_fired={k: v for k, v in s.saturation.rule_matches.items() if v},
         seconds=seconds,
+        extraction=ex.describe(),
     )
     return LowerResult(out, report, s.saturation)

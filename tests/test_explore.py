@@ -74,8 +74,9 @@ def report(ex: Exploration) -> dict:
 # --- the JSON report ------------------------------------------------------------------------------
 def test_report_keys_exactly(report: dict) -> None:
     assert tuple(report) == REPORT_KEYS
-    assert set(report) == {"graph", "backend", "stop_reason", "iterations", "rules", "before", "after", "choices",
-                           "compare"}
+    assert set(report) == {"graph", "backend", "stop_reason", "iterations", "rules", "before", "after", "extraction",
+                           "choices", "compare"}
+    assert report["extraction"] == {"extractor": "greedy", "optimal": False, "status": None}
     assert report["graph"] == "train_step" and report["backend"] == "metal"
     assert STOP_REASONS == ("saturated", "iteration_limit", "node_limit", "time_limit")
     assert report["stop_reason"] in STOP_REASONS

@@ -31,14 +31,15 @@ from ..egraph.saturate import Iteration, Limits
 from ..errors import LowerError
 from ..extract import Costs, Extraction, graph_cost
 from ..graph import Graph, load_graph
-from ..lower import Saturated, check_legal, convert_back, extract_for, saturate_graph
+from ..lower import Saturated, check_legal, convert_back, extract_for, proof_note, saturate_graph
 from ..ops import BACKWARD_OPS
 from ..provenance import Matcher
 from .alternatives import Choice, Describer, Ranking, choices_for, rank
 
 __all__ = ["Exploration", "Lowered", "explore", "REPORT_KEYS"]
 
-REPORT_KEYS = ("graph", "backend", "stop_reason", "iterations", "rules", "before", "after", "choices", "compare")
+REPORT_KEYS = ("graph", "backend", "stop_reason", "iterations", "rules", "before", "after", "extraction", "choices",
+               "compare")
 
 
 @dataclass
@@ -56,7 +57,9 @@ class Lowered:
     def stats(self) -> dict[str, Any]:
         if self.graph is None:
             return {"nodes": None, "cost": None, "error": self.error}
-        return {"nodes": len(self.graph.nodes), "cost": graph_cost(self.graph, self.backend)}
+        assert self.extraction is not None
+        return {"nodes": len(self.graph.nodes), "cost": graph_cost(self.graph, self.backend),
+                "optimal": self.extraction.optimal}
 
 
 @dataclass
@@ -132,6 +135,7 @@ class Exploration:
             "rules": self.rules(),
             "before": {"nodes": len(self.graph.nodes), "cost": graph_cost(self.graph, self.backend)},
             "after": {"nodes": len(self.after.nodes), "cost": graph_cost(self.after, self.backend)},
+            "extraction": self.main.extraction.describe() if self.main.extraction else None,
             "choices": [c.to_dict() for c in self.choices()],
             "compare": self.compared(),
         }
@@ -213,7 +217,8 @@ def _summary(ex: Exploration) -> str:
     last = sat.iterations[-1] if sat.iterations else None
     lines = [f"explored {r['graph'] or 'graph'} for {r['backend']}"]
     lines.append(f"  before  {r['before']['nodes']:>7,} nodes   cost {_cost(r['before']['cost'])}")
-    lines.append(f"  after   {r['after']['nodes']:>7,} nodes   cost {_cost(r['after']['cost'])}")
+    lines.append(f"  after   {r['after']['nodes']:>7,} nodes   cost {_cost(r['after']['cost'])}"
+                 + proof_note(r["extraction"] or {}))
     if last is not None:
         lines.append(f"  e-graph {last.eclasses:,} e-classes, {last.enodes:,} e-nodes after {len(sat.iterations)}"
                      f" iterations ({sat.stop_reason})")

@@ -44,7 +44,8 @@ from typing import Any
 from ..egraph.language import LEAF, REF, SCALAR
 from ..egraph.tables import Members, Tables
 from ..convert import is_own
-from ..extract import Costs, Decoded, Extraction, greedy
+from ..extract import Costs, Decoded, Extraction, tree_pass
+from ..extract.walks import positions, post_order
 from ..graph import Graph, Node
 from ..provenance import Matcher
 
@@ -69,9 +70,9 @@ class Ranking:
 
 
 def rank(t: Tables, costs: Costs, roots: Sequence[int]) -> Ranking:
-    """Extraction's own bottom-up pass (`extract.greedy`), kept for every class: the form a
+    """Extraction's tree pass (`extract.tree_pass`), kept for every class: the form a
     class takes when an alternative needs a class the extraction left out."""
-    g = greedy(t, costs, roots)
+    g = tree_pass(t, costs.array(), roots)
     best: list[float | None] = [b if c >= 0 else None for b, c in zip(g.best, g.choice)]
     kids = [ks if len(ks) < 2 else tuple(set(ks)) for ks in t.children]
     return Ranking(g.node_cost, best, g.choice, kids)
@@ -157,22 +158,8 @@ class Describer:
 
     def _topological(self) -> dict[int, int]:
         """Extracted class -> its index in an order where every class follows the classes it needs."""
-        t, chosen = self.t, self.chosen
-        index: dict[int, int] = {}
-        for root in chosen:
-            if root in index:
-                continue
-            stack: list[tuple[int, bool]] = [(root, False)]
-            while stack:
-                c, expanded = stack.pop()
-                if c in index:
-                    continue
-                if expanded:
-                    index[c] = len(index)
-                    continue
-                stack.append((c, True))
-                stack.extend((k, False) for k in t.children[chosen[c]] if k not in index)
-        return index
+        children, chosen = self.t.children, self.chosen
+        return positions(post_order(chosen, lambda c: children[chosen[c]], self.t.n_classes))
 
     def form_of(self, k: int) -> int:
         """The e-node a class takes when an alternative needs it: its extracted one, else the bottom-up best."""

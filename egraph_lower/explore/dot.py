@@ -15,10 +15,10 @@ left-out classes end at one "left out" node.
 
 from __future__ import annotations
 
-from collections import deque
 from typing import TYPE_CHECKING
 
 from ..egraph.language import LEAF, REF, SCALAR
+from ..extract.walks import breadth_first
 from .alternatives import is_own, label, value_name
 
 if TYPE_CHECKING:
@@ -33,17 +33,8 @@ def class_order(ex: Exploration) -> list[int]:
     """Every e-class, those the outputs reach first (breadth first), then the rest by id."""
     t = ex.saturated.tables
     nodes = ex.saturated.tables.nodes_by_class()
-    seen: set[int] = set()
-    order: list[int] = []
-    queue = deque(ex.saturated.roots)
-    while queue:
-        c = queue.popleft()
-        if c in seen:
-            continue
-        seen.add(c)
-        order.append(c)
-        for n in nodes[c]:
-            queue.extend(k for k in t.children[n] if k not in seen)
+    order = breadth_first(ex.saturated.roots, lambda c: [k for n in nodes[c] for k in t.children[n]])
+    seen = set(order)
     order += [c for c in range(t.n_classes) if c not in seen and nodes[c]]  # ids of no class are skipped
     return order
 

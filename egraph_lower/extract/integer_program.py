@@ -1,4 +1,4 @@
-"""Exact extraction: the least DAG cost as an integer program (SciPy's `milp`, the `exact` extra).
+"""The integer program: the least DAG cost, solved by SciPy's `milp` (HiGHS; the `exact` extra).
 
 Variables: x_n (e-node n chosen) and y_c (class c computed). Minimise
 sum(cost_n x_n) subject to: y_root = 1; sum over the e-nodes of c of x_n = y_c;
@@ -6,6 +6,12 @@ x_n <= y_k for every child class k of n. Where the e-graph has cycles, order
 variables o_c forbid a cyclic choice: o_c >= o_k + 1 - M (1 - x_n) for the
 children k of n on the same cycle. Meant for graphs small enough to solve:
 beyond `MAX_VARIABLES` it refuses rather than run for hours.
+
+The solver stops at `seconds` (120 by default) with the best choice it has found.
+The result says whether it is proven optimal (`Extraction.optimal`: HiGHS ended with
+status 0, optimal within its default relative gap of 1e-4) and carries the solver's
+status and message (`Extraction.status`): a choice cut short by the time limit is
+never reported as optimal.
 """
 
 from __future__ import annotations
@@ -14,15 +20,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .egraph.tables import Tables
-from .errors import LowerError
-from .extract import Extraction, Greedy, walk
-from .improve import cyclic_classes
+from ..egraph.tables import Tables
+from ..errors import LowerError
+from .selection import Extraction
+from .tree import TreePass, collect
+from .walks import classes_on_cycles, reachable
 
 MAX_VARIABLES = 200_000
+TIME_LIMIT = 120.0  # seconds the solver may take
 
 
-def extract_exact(t: Tables, g: Greedy, roots: Sequence[int], seconds: float = 120.0) -> Extraction:
+def solve(t: Tables, g: TreePass, kernel: np.ndarray, roots: Sequence[int], seconds: float = TIME_LIMIT) -> Extraction:
+    """The choice of least DAG cost among the e-nodes the tree pass `g` found legal ways to
+    compute, as the solver left it after at most `seconds`."""
     try:
         from scipy.optimize import Bounds, LinearConstraint, milp
         from scipy.sparse import coo_array
@@ -35,20 +45,10 @@ def extract_exact(t: Tables, g: Greedy, roots: Sequence[int], seconds: float = 1
         return g.node_cost[n] is not None and all(feasible[k] for k in t.children[n])
 
     # the classes the roots can reach through usable e-nodes
-    classes: list[int] = []
-    seen: set[int] = set()
-    stack = list(roots)
-    while stack:
-        c = stack.pop()
-        if c in seen:
-            continue
-        seen.add(c)
-        classes.append(c)
-        for n in nodes[c]:
-            if usable(n):
-                stack.extend(t.children[n])
+    classes = reachable(roots, lambda c: [k for n in nodes[c] if usable(n) for k in t.children[n]])
     enodes = [n for c in classes for n in nodes[c] if usable(n)]
-    cyclic = cyclic_classes(t, [g.node_cost[n] is not None for n in range(t.n_nodes)]) & seen
+    on_cycle = classes_on_cycles(t, kernel < np.inf)
+    cyclic = {c for c in classes if on_cycle[c]}
     n_x, n_y, n_o = len(enodes), len(classes), len(cyclic)
     if n_x + n_y + n_o > MAX_VARIABLES:
         raise LowerError(f"too large for the exact extractor: {n_x + n_y + n_o:,} variables "
@@ -95,4 +95,7 @@ def extract_exact(t: Tables, g: Greedy, roots: Sequence[int], seconds: float = 1
                constraints=LinearConstraint(a, lo, hi), options={"time_limit": seconds})
     if res.x is None:
         raise LowerError(f"the exact extractor found no solution: {res.message}")
-    return walk(t, roots, lambda c: next(n for n in nodes[c] if n in xi and res.x[xi[n]] > 0.5), g.node_cost)
+    ex = collect(t, roots, lambda c: next(n for n in nodes[c] if n in xi and res.x[xi[n]] > 0.5), g.node_cost)
+    ex.optimal = res.status == 0
+    ex.status = f"status {res.status}: {res.message}"
+    return ex

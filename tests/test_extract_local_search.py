@@ -10,9 +10,10 @@ import pytest
 
 import egraph_lower as el
 from egraph_lower.build import GraphBuilder
-from egraph_lower.extract import Costs, _new_work
-from egraph_lower.anchored import Pricer
-from egraph_lower.improve import _promising, _State
+from egraph_lower.extract import Costs, Selection
+from egraph_lower.extract.local_search import promising
+from egraph_lower.extract.pricing import Pricer
+from egraph_lower.extract.walks import children_first
 from egraph_lower.lower import saturate_graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -33,18 +34,22 @@ def test_the_filter_keeps_every_alternative_the_check_accepts(make, backend: str
     s = saturate_graph(make(), [target])
     t = s.tables
     kernel = Costs(t, s.metas, target, s.decoded).array()
-    start = _new_work(t, kernel, s.roots, target.name, [])
-    assert start is not None
-    greedy, best = start.greedy, start.best
-    state = _State(t, kernel.tolist(), greedy, start.extraction, s.roots)
+    anchored = np.zeros(t.n_classes, dtype=bool)
+    anchored[list(t.ref.values())] = True
+    priced = Pricer(t, kernel).price(anchored)  # the default extraction's start
+    assert priced is not None
+    greedy, best = priced.choice.tolist(), priced.best.tolist()
+    order = children_first(t, priced.choice, s.roots)
+    choice = {c: greedy[c] for c in order}
+    state = Selection(t, kernel.tolist(), greedy, choice, s.roots)
     members = t.nodes_by_class()
     legal = {c: [n for n in members[c] if kernel[n] < np.inf] for c in state.choice}
     legal = {c: ns for c, ns in legal.items() if len(ns) > 1}
     candidates = np.zeros(t.n_nodes, dtype=bool)
     candidates[[n for ns in legal.values() for n in ns]] = True
-    kept = _promising(t, Pricer(t, kernel), kernel, best, state, candidates)
+    kept = promising(t, Pricer(t, kernel), kernel, best, state, candidates)
 
-    def adds(k: int) -> float:  # what selecting k adds: its greedy sub-DAG as a tree, selected classes free
+    def adds(k: int) -> float:  # what selecting k adds: its first-pass sub-DAG as a tree, selected classes free
         if k in state.choice:
             return 0.0
         return float(kernel[greedy[k]]) + sum(adds(j) for j in set(t.children[greedy[k]]))

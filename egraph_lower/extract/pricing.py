@@ -1,6 +1,6 @@
-"""The default bottom-up pass: each e-node priced by the new work it adds, in NumPy rounds.
+"""The new-work pricing, the default extractor's first pass: each e-node priced by the new work it adds, in NumPy rounds.
 
-A plain tree-cost pass (`extract.greedy`, the `tree` extractor) prices an e-node as
+The tree pass (`tree.tree_pass`, the `tree` extractor) prices an e-node as
 its kernel plus the tree costs of its child classes. On a deep graph that is
 meaningless: a value used twice below is counted twice at every level, so tree
 costs double with depth and are infinite a few thousand nodes down, where every
@@ -19,18 +19,17 @@ New classes only ever sit a few rules deep between anchors, so the fixpoint take
 a handful of rounds, each one vectorised over every e-node. An anchored class that
 turns out to have no legal form (`best` infinite) is then priced infinite for its
 users and the rounds go on, so infeasibility spreads; deep spreading (a graph whose
-bottom the backend cannot run) or a cycle in the choice hands over to the exact
-sequential pass, which names the node at fault.
+bottom the backend cannot run) or a cycle in the choice hands over to the tree
+pass, which names the node at fault.
 """
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass
 
 import numpy as np
 
-from .egraph.tables import Tables, distinct_kids
+from ..egraph.tables import Tables, distinct_kids
 
 MAX_ROUNDS = 64  # rounds of the fixpoint, per spreading of infeasibility
 MAX_SPREADS = 8  # times infeasible anchors are re-priced before handing over
@@ -96,43 +95,3 @@ def price(t: Tables, kernel: np.ndarray, anchored: np.ndarray) -> Priced | None:
     """`kernel`: per e-node cost on the backend, inf where it cannot run. `anchored`: per
     class, whether it holds an original node. None when the rounds do not settle."""
     return Pricer(t, kernel).price(anchored)
-
-
-class Cycle(Exception):
-    """The choice loops back on itself (possible only where rules made the e-graph cyclic)."""
-
-
-def settle(t: Tables, choice: np.ndarray, roots: list[int]) -> tuple[list[int], list[int]]:
-    """The classes the roots reach through `choice`, children first, and their chosen e-nodes.
-    Raises Cycle if the choice is not a DAG; a class without a choice is returned with -1."""
-    flat, start = t.kid_rows
-    pick = array("q", choice.tobytes())
-    state = bytearray(t.n_classes)  # 0 unseen, 1 open (on the path), 2 settled
-    order: list[int] = []
-    picked: list[int] = []
-    for root in roots:
-        if state[root]:
-            continue
-        stack = [root]
-        while stack:
-            c = stack.pop()
-            if c < 0:  # all below ~c settled
-                c = ~c
-                state[c] = 2
-                order.append(c)
-                picked.append(pick[c])
-                continue
-            if state[c]:
-                continue
-            state[c] = 1
-            stack.append(~c)
-            n = pick[c]
-            if n < 0:
-                continue
-            for k in flat[start[n]:start[n + 1]]:
-                s = state[k]
-                if s == 0:
-                    stack.append(k)
-                elif s == 1:
-                    raise Cycle
-    return order, picked

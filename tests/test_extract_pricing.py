@@ -7,7 +7,8 @@ import pytest
 
 import egraph_lower as el
 from egraph_lower.graph import Graph
-from egraph_lower.anchored import Cycle, price, settle
+from egraph_lower.extract.pricing import price
+from egraph_lower.extract.walks import Cycle, children_first
 from egraph_lower.build import GraphBuilder
 from egraph_lower.egraph.tables import MAX_ARITY, Tables
 
@@ -62,14 +63,13 @@ def test_ties_go_to_the_lowest_enode() -> None:
     assert p is not None and p.choice[1] == 1
 
 
-def test_settle_orders_children_first_and_finds_cycles() -> None:
+def test_a_choice_is_settled_children_first_and_its_cycles_found() -> None:
     t = tables([(0, ()), (1, (0,)), (2, (1, 0))])
-    order, picked = settle(t, np.array([0, 1, 2]), [2])
-    assert order == [0, 1, 2] and picked == [0, 1, 2]
+    assert children_first(t, np.array([0, 1, 2]), [2]) == [0, 1, 2]
     cyclic = tables([(0, (1,)), (1, (0,)), (1, ())])
     with pytest.raises(Cycle):
-        settle(cyclic, np.array([0, 1]), [0])
-    assert settle(cyclic, np.array([0, 2]), [0])[0] == [1, 0]
+        children_first(cyclic, np.array([0, 1]), [0])
+    assert children_first(cyclic, np.array([0, 2]), [0]) == [1, 0]
 
 
 def chain(n: int) -> Graph:

@@ -1,0 +1,146 @@
+"""The walks over e-classes that extraction, conversion and the reports share.
+
+Each takes the classes to start from and `successors(c)`, the classes class `c`
+leads to (through its chosen e-node, or through every usable e-node of it), so
+one walk serves a choice and the whole e-graph alike. All are iterative (no
+recursion limit). Where a walk's order matters to its caller (the order of the
+nodes written out, the order the local search tries classes in), it is stated,
+and a caller picks the order of visiting by the order `successors` returns.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..egraph.tables import Tables
+
+Successors = Callable[[int], Iterable[int]]
+
+
+class Cycle(Exception):
+    """The walk came back to a class it is still below (only where rules made the e-graph cyclic)."""
+
+
+def post_order(roots: Iterable[int], successors: Successors, n_classes: int, on_cycle: str = "skip") -> list[int]:
+    """Every class reachable from `roots`, each after all the classes below it (children first).
+
+    Depth first: from each class, the successors are visited from the last one `successors`
+    returns to the first (return them reversed to visit the first one first); one already
+    visited is passed over. A successor still open (a cycle back up) is passed over with
+    `on_cycle="skip"` and raises `Cycle` with `on_cycle="raise"`."""
+    if on_cycle not in ("skip", "raise"):
+        raise ValueError(f"on_cycle: 'skip' or 'raise', not {on_cycle!r}")
+    strict = on_cycle == "raise"
+    state = bytearray(n_classes)  # 0 unseen, 1 open (below it still being visited), 2 done
+    order: list[int] = []
+    for root in roots:
+        if state[root]:
+            continue
+        stack = [root]
+        while stack:
+            c = stack.pop()
+            if c < 0:  # all below ~c done
+                c = ~c
+                state[c] = 2
+                order.append(c)
+                continue
+            if state[c]:
+                continue
+            state[c] = 1
+            stack.append(~c)
+            for k in successors(c):
+                s = state[k]
+                if s == 0:
+                    stack.append(k)
+                elif s == 1 and strict:
+                    raise Cycle
+    return order
+
+
+def has_cycle(starts: Iterable[int], successors: Successors, n_classes: int) -> bool:
+    """Whether a cycle is reachable from `starts`."""
+    try:
+        post_order(starts, successors, n_classes, on_cycle="raise")
+    except Cycle:
+        return True
+    return False
+
+
+def reachable(roots: Iterable[int], successors: Successors) -> list[int]:
+    """Every class reachable from `roots`, each once, in the order a stack reaches them: the last
+    root first, and of a class's successors the last one first."""
+    seen: set[int] = set()
+    order: list[int] = []
+    stack = list(roots)
+    while stack:
+        c = stack.pop()
+        if c in seen:
+            continue
+        seen.add(c)
+        order.append(c)
+        stack.extend(successors(c))
+    return order
+
+
+def breadth_first(roots: Iterable[int], successors: Successors) -> list[int]:
+    """Every class reachable from `roots`, each once, nearest the roots first."""
+    seen: set[int] = set()
+    order: list[int] = []
+    queue = deque(roots)
+    while queue:
+        c = queue.popleft()
+        if c in seen:
+            continue
+        seen.add(c)
+        order.append(c)
+        queue.extend(k for k in successors(c) if k not in seen)
+    return order
+
+
+def on_cycles(n_classes: int, source: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Per class, whether it lies on a cycle of the directed edges `source[i] -> target[i]`:
+    in a strongly connected component of more than one class, or with an edge to itself.
+    The components are SciPy's (`scipy.sparse.csgraph.connected_components`, strong)."""
+    from scipy.sparse import coo_array
+    from scipy.sparse.csgraph import connected_components
+
+    out = np.zeros(n_classes, dtype=bool)
+    if not len(source):
+        return out
+    edges = coo_array((np.ones(len(source), dtype=np.int8), (source, target)), shape=(n_classes, n_classes)).tocsr()
+    _, label = connected_components(edges, directed=True, connection="strong")
+    size = np.bincount(label, minlength=int(label.max()) + 1)
+    out[size[label] > 1] = True
+    out[source[source == target]] = True
+    return out
+
+
+def classes_on_cycles(t: Tables, usable: np.ndarray) -> np.ndarray:
+    """Per class, whether it lies on a cycle of the e-graph through the `usable` e-nodes (a mask)."""
+    enodes = np.flatnonzero(usable)
+    kids = t.kids_array[enodes]
+    has = kids >= 0
+    source = np.repeat(t.eclass_array[enodes].astype(np.int64), has.sum(axis=1))
+    return on_cycles(t.n_classes, source, kids[has].astype(np.int64))
+
+
+def children_first(t: Tables, pick: np.ndarray, roots: Iterable[int]) -> list[int]:
+    """The classes the roots reach through the choice `pick` (per class, its chosen e-node; -1 for
+    none: nothing below), children first (`post_order`); raises `Cycle` if the choice has one."""
+    flat, start = t.kid_rows
+    chosen = array("q", pick.astype(np.int64).tobytes())
+
+    def below(c: int) -> Sequence[int]:
+        n = chosen[c]
+        return flat[start[n]:start[n + 1]] if n >= 0 else ()
+
+    return post_order(roots, below, t.n_classes, on_cycle="raise")
+
+
+def positions(order: Sequence[int]) -> dict[int, int]:
+    """Each class of `order` -> its index there."""
+    return {c: i for i, c in enumerate(order)}
