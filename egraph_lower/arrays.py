@@ -1,7 +1,7 @@
 """Array helpers shared by the reference evaluator's modules (evaluate, activations, feeds, npz).
 
 The NumPy dtypes used throughout; float64 values rounded once to a float
-dtype (bfloat16 correctly, see `_f64_to_bf16`); int64 values wrapped to an
+dtype (bfloat16 correctly, `dtypes.round_float`); int64 values wrapped to an
 integer dtype; Cast conversion (`_convert`); int64 arithmetic that wraps
 modulo 2**64 (Div truncating toward zero, Pow with negative exponents); the
 argument types of an op function; one-line error text. What these compute is
@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from .dtypes import FLOAT_DTYPES, INT_DTYPES, to_numpy
+from .dtypes import round_float as _round_float  # (dtypes' own: round_to uses it too)
 
 _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
@@ -28,34 +29,6 @@ _U32 = np.dtype(np.uint32)
 
 
 # --------------------------------------------------------------------------- rounding
-
-
-def _f64_to_bf16(x: np.ndarray) -> np.ndarray:
-    """Round float64 to bfloat16, to nearest even, correctly (one rounding).
-
-    Round to float32 by round-to-odd first (truncate, then set the last bit when
-    inexact); float32 has 16 more bits than bfloat16 everywhere in its range, so
-    the second rounding, float32 -> bfloat16 (nearest even), is then exact.
-    """
-    x = np.asarray(x, dtype=_F64)
-    f = np.asarray(x.astype(_F32))
-    back = f.astype(_F64)
-    inexact = back != x  # nan too: it stays nan
-    toward_zero = inexact & (np.abs(back) > np.abs(x))
-    if toward_zero.any():
-        f = np.where(toward_zero, np.nextafter(f, np.float32(0)), f)
-    bits = np.asarray(f).view(_U32) | inexact.astype(_U32)
-    return bits.view(_F32).astype(_BF16)
-
-
-def _round_float(x: Any, dtype: str) -> np.ndarray:
-    """float64 values rounded once to the float `dtype`."""
-    x = np.asarray(x, dtype=_F64)
-    if dtype == "f64":
-        return x
-    if dtype == "bf16":
-        return _f64_to_bf16(x)
-    return x.astype(to_numpy(dtype))
 
 
 def _wrap(x: Any, dtype: str) -> np.ndarray:
