@@ -97,3 +97,38 @@ def test_distinct_rows_are_numpys_unique_rows(high: int) -> None:
 def test_distinct_rows_of_nothing() -> None:
     rows, inverse = distinct_rows(np.empty(0, dtype=np.int64), np.empty((0, 2), dtype=np.int64))
     assert rows.shape == (0, 3) and inverse.shape == (0,)
+
+
+def test_the_exact_extractor_says_when_it_proved_its_choice_optimal() -> None:
+    graph = el.load_graph(el.__path__[0] + "/examples/mlp_step.json")
+    report = el.lower(graph, "wgpu", extractor="exact").report
+    assert report.to_dict()["extraction"]["optimal"] is True
+    assert report.extraction["status"].startswith("status 0:")
+    assert "(exact: proven optimal)" in report.summary()
+    default = el.lower(graph, "wgpu").report
+    assert default.to_dict()["extraction"] == {"extractor": "greedy", "optimal": False, "status": None}
+    assert "optimal" not in default.summary()
+
+
+def test_a_solver_stopped_short_is_not_reported_optimal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What SciPy returns when the time limit cuts HiGHS short with a feasible choice in hand."""
+    import scipy.optimize
+
+    solve = scipy.optimize.milp
+
+    def stopped(*args, **kwargs):  # type: ignore[no-untyped-def]
+        res = solve(*args, **kwargs)
+        res.status, res.success, res.message = 1, False, "Time limit reached. (mocked)"
+        return res
+
+    monkeypatch.setattr(scipy.optimize, "milp", stopped)
+    graph = el.load_graph(el.__path__[0] + "/examples/mlp_step.json")
+    report = el.lower(graph, "wgpu", extractor="exact").report
+    assert report.to_dict()["extraction"] == {"extractor": "exact", "optimal": False,
+                                              "status": "status 1: Time limit reached. (mocked)"}
+    after = next(line for line in report.summary().splitlines() if line.lstrip().startswith("after"))
+    assert "NOT proven optimal" in after and "Time limit reached" in after
+    explored = el.explore(graph, "wgpu", compare=("metal",), extractor="exact")
+    assert explored.report()["extraction"]["optimal"] is False
+    assert explored.report()["compare"]["metal"]["optimal"] is False
+    assert "NOT proven optimal" in explored.summary()
