@@ -37,6 +37,7 @@ backend, each alternative `n` is described by:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,7 @@ from typing import Any
 from ..egraph.language import LEAF, REF, SCALAR
 from ..egraph.tables import Members, Tables
 from ..convert import is_own
-from ..extract import Costs, Decoded, Extraction, tree_pass
+from ..extract import Costs, Decoded, Extraction, Selection, tree_pass
 from ..extract.walks import positions, post_order
 from ..graph import Graph, Node
 from ..provenance import Matcher
@@ -130,11 +131,12 @@ def value_name(node: Node) -> str:
     return f"n{node.id}"
 
 
-_ROOT = 1 << 40  # a reference count no removal reaches: the outputs are always needed
-
-
 class Describer:
-    """Alternatives of original nodes for one backend, from its extraction and its bottom-up ranking."""
+    """Alternatives of original nodes for one backend, from its extraction and its tree-pass ranking.
+
+    Each alternative is tried as the local search tries a switch (`extract.Selection.switch`,
+    the classes a switch makes needed taking their extracted e-node, else the ranking's),
+    then undone."""
 
     def __init__(self, t: Tables, graph: Graph, decoded: Decoded, matcher: Matcher, ranking: Ranking,
                  extraction: Extraction | None, roots: Sequence[int]) -> None:
@@ -146,23 +148,14 @@ class Describer:
             self.origins.setdefault(t.ref[node.id], node)
         self._rule_cache: dict[tuple[int, int], str | None] = {}
         self.chosen: dict[int, int] = dict(extraction.choice) if extraction is not None else {}
-        # users of each extracted class inside the extraction (roots count as always used)
-        self.refs: dict[int, int] = {}
-        if extraction is not None:
-            for r in roots:
-                self.refs[r] = self.refs.get(r, 0) + _ROOT
-        for n in self.chosen.values():
-            for k in set(t.children[n]):
-                self.refs[k] = self.refs.get(k, 0) + 1
-        self.topo = self._topological()
-
-    def _topological(self) -> dict[int, int]:
-        """Extracted class -> its index in an order where every class follows the classes it needs."""
-        children, chosen = self.t.children, self.chosen
-        return positions(post_order(chosen, lambda c: children[chosen[c]], self.t.n_classes))
+        kernel = [math.inf if k is None else k for k in ranking.node_cost]
+        self.selection = Selection(t, kernel, ranking.choice, dict(self.chosen), roots if extraction else ())
+        # each extracted class's place in an order where every class follows the classes it needs
+        children, chosen = t.children, self.chosen
+        self.topo = positions(post_order(chosen, lambda c: children[chosen[c]], t.n_classes))
 
     def form_of(self, k: int) -> int:
-        """The e-node a class takes when an alternative needs it: its extracted one, else the bottom-up best."""
+        """The e-node a class takes when an alternative needs it: its extracted one, else the tree pass's."""
         n = self.chosen.get(k)
         return self.ranking.choice[k] if n is None else n
 
@@ -172,73 +165,42 @@ class Describer:
             self._rule_cache[key] = self.matcher.rule_of(c, n)
         return self._rule_cache[key]
 
-    def _reaches(self, k: int, c: int) -> bool:
-        """Whether extracted class k needs class c (through the extraction)."""
-        topo, t, chosen = self.topo, self.t, self.chosen
-        floor = topo[c]
-        if topo[k] < floor:
-            return False
+    def _needs_itself(self, c: int, n: int) -> bool:
+        """Whether e-node n of class c needs c's own value, through the selection as switched to n:
+        the classes the switch selected, and the extracted ones (which only reach classes before
+        them in `topo`, so the walk stops below c's place)."""
+        topo, chosen, choice, children = self.topo, self.chosen, self.selection.choice, self.t.children
+        floor = topo.get(c)
         seen: set[int] = set()
-        stack = [k]
+        stack = list(children[n])
         while stack:
             x = stack.pop()
             if x == c:
                 return True
-            if x in seen or topo[x] < floor:
+            if x in seen:
                 continue
             seen.add(x)
-            stack.extend(t.children[chosen[x]])
+            place = topo.get(x)
+            if place is not None and (floor is None or place < floor):
+                continue  # an extracted class below c's place (or c not extracted): it cannot need c
+            m = chosen[x] if place is not None else choice.get(x, -1)
+            if m >= 0:
+                stack.extend(children[m])
         return False
 
-    def switch(self, c: int, kids: Sequence[int]) -> tuple[dict[int, int], set[int], bool]:
-        """Class c computed by an e-node with input classes `kids` instead of its chosen one, as the
-        extraction's local search tries it: (the classes that become needed -> the e-node each takes, outermost
-        first; the extracted classes nothing needs any more; whether every new class has a legal form and
-        nothing needs c's own value). Touches only what changes; the reference counts are restored."""
-        t, chosen, refs = self.t, self.chosen, self.refs
-        log: list[int] = []
-        selected: dict[int, int] = {}
-        dropped: set[int] = set()
-        legal = True
-        checked: set[int] = set()
-        stack = list(reversed(list(dict.fromkeys(kids))))
-        while stack:  # one more user of each: classes not in the graph yet are selected with their sub-DAG
-            k = stack.pop()
-            r = refs.get(k, 0)
-            refs[k] = r + 1
-            log.append(k)
-            if k == c:
-                legal = False  # the form needs its own value: a cycle, not a way to compute it
-                continue
-            if k in chosen:
-                if k not in checked:
-                    checked.add(k)
-                    if c in chosen and self._reaches(k, c):
-                        legal = False  # needs a value computed from this one
-                continue
-            if r > 0:
-                continue  # selected already in this trial
-            m = self.form_of(k)
-            if m < 0:
-                legal = False
-                continue
-            selected[k] = m
-            stack.extend(reversed(list(dict.fromkeys(t.children[m]))))
-        if c in chosen:  # one user fewer for each input of the chosen e-node: drop what nothing needs now
-            stack = list(dict.fromkeys(t.children[chosen[c]]))
-            while stack:
-                k = stack.pop()
-                refs[k] -= 1
-                log.append(~k)
-                if refs[k] == 0 and k in chosen:
-                    dropped.add(k)
-                    stack.extend(dict.fromkeys(t.children[chosen[k]]))
-        for k in reversed(log):
-            if k >= 0:
-                refs[k] -= 1
-            else:
-                refs[~k] += 1
-        return selected, dropped, legal
+    def switch(self, c: int, n: int) -> tuple[dict[int, int], set[int], bool]:
+        """Class c computed by e-node n instead of its chosen one, as the local search tries it:
+        (the classes that become needed -> the e-node each takes, in the order selected; the
+        extracted classes nothing needs any more; whether every new class has a legal form and
+        n does not need c's own value). The selection is left as it was."""
+        sel = self.selection
+        sel.keep()
+        sel.switch(c, n)
+        selected = {k: m for k, m in sel.selected() if k != c}
+        dropped = {k for k, _ in sel.dropped()}
+        legal = all(m >= 0 for m in selected.values()) and not self._needs_itself(c, n)
+        sel.undo()
+        return {k: m for k, m in selected.items() if m >= 0}, dropped, legal
 
     def expr(self, n: int, limit: int = EXPR_LIMIT) -> str:
         """`n` as an expression over the original graph's values (their names), shortened past `limit`."""
@@ -287,7 +249,7 @@ class Describer:
         t, kernel = self.t, self.ranking.node_cost
         ctor, fields = t.ctor[n], t.fields[n]
         is_original = c in self.origins and is_own(t, n, self.origins[c], self.graph)
-        selected, dropped, legal = self.switch(c, t.children[n])
+        selected, dropped, legal = self.switch(c, n)
         legal = legal and kernel[n] is not None
         inputs_new, region = base  # the baseline: c computed for free from the node's inputs
         # charged to n: the new classes it needs beyond the inputs', and what of the chosen form's own region it
@@ -337,7 +299,8 @@ class Describer:
         t = self.t
         c = t.ref[node.id]
         # the baseline every form is costed against: c computed for free from the node's own inputs
-        inputs_new, region, _ = self.switch(c, [t.ref[i] for i in node.inputs])
+        own = next(n for n in self.nodes_by_class[c] if is_own(t, n, node, self.graph))
+        inputs_new, region, _ = self.switch(c, own)
         alts = [self.alternative(c, n, (inputs_new, region)) for n in self.nodes_by_class[c] if t.ctor[n] != REF]
         alts.sort(key=lambda a: (not a.legal, a.cost if a.cost is not None else 0.0, not a.original, a.enode))
         return Choice(node, c, alts)

@@ -57,9 +57,12 @@ class Selection:
         self.refs = array("q", users.tobytes())  # per class: a machine int, not a dict entry
         self.log: list[tuple[str, int, int]] = []
 
-    def kids(self, n: int) -> set[int]:
-        """The distinct child classes of e-node n."""
-        return set(self.flat[self.start[n]:self.start[n + 1]])
+    def kids(self, n: int) -> Sequence[int]:
+        """The distinct child classes of e-node n, in the order of its inputs."""
+        a, b = self.start[n], self.start[n + 1]
+        if b - a < 2:
+            return self.flat[a:b]
+        return tuple(dict.fromkeys(self.flat[a:b]))
 
     def ref_counts(self) -> np.ndarray:
         """The reference counts as they stand, as a NumPy view (no copy)."""
@@ -80,7 +83,7 @@ class Selection:
                 self.log.append(("sel", c, n))
                 if n >= 0:
                     added += self.node_cost[n]
-                    stack.extend(self.kids(n))
+                    stack.extend(reversed(self.kids(n)))  # its first input's side first
         return added
 
     def drop_ref(self, k: int) -> float:
@@ -100,15 +103,19 @@ class Selection:
         return removed
 
     def switch(self, c: int, new: int) -> float:
-        """Switch class c to e-node `new`; the change of DAG cost (logged: `undo` reverts it)."""
-        old = self.choice[c]
+        """Switch class c to e-node `new`; the change of DAG cost (logged: `undo` reverts it). The
+        classes `new` needs are counted (and selected where new) first, its first input's side
+        first; then the old e-node's inputs lose a user, its last input's side first. A class not
+        selected yet is selected with `new`, as if something needed it: nothing is dropped then."""
+        old = self.choice.get(c, -1)
         self.choice[c] = new
-        self.log.append(("set", c, old))
-        delta = self.node_cost[new] - self.node_cost[old]
+        self.log.append(("set", c, old) if old >= 0 else ("sel", c, new))
+        delta = self.node_cost[new] - (self.node_cost[old] if old >= 0 else 0.0)
         for k in self.kids(new):
             delta += self.add_ref(k)
-        for k in self.kids(old):
-            delta -= self.drop_ref(k)
+        if old >= 0:
+            for k in reversed(self.kids(old)):
+                delta -= self.drop_ref(k)
         return delta
 
     def selected(self) -> list[tuple[int, int]]:
