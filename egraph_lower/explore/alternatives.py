@@ -10,7 +10,7 @@ backend, each alternative `n` is described by:
   of the graph does not need, minus the same sum for the node's own inputs.
   "The rest of the graph" is `E` without what only `c`'s chosen e-node needs; a
   class that `n` needs takes its e-node in `E` if it has one, else the cheapest
-  legal one of the bottom-up pass (`rank`, extraction's own first pass);
+  legal one of extraction's tree pass (`rank`);
   `kernel` is the backend's cost of one e-node (`extract.Costs`). So values the
   rest of the graph computes anyway (the forward pass's activations, the
   inputs) cost nothing, the upstream gradient a backward op consumes is not
@@ -55,7 +55,7 @@ EXPR_LIMIT = 160  # characters of an alternative's expression, for people
 
 @dataclass
 class Ranking:
-    """The bottom-up pass over every class: kernel cost per e-node, least tree cost and its e-node per class."""
+    """The tree pass over every class: kernel cost per e-node, least tree cost and its e-node per class."""
 
     node_cost: list[float | None]
     best: list[float | None]

@@ -1,11 +1,11 @@
 """The local search: DAG-aware improvement of an extraction, one switch of e-node at a time.
 
-The first pass (the new-work pricing, or the tree pass) costs each e-node as if
+The start (the new-work pricing, or the tree pass) costs each e-node as if
 its sub-DAG were its own, so a value that several users share is counted once per user when
 choosing, though it is paid once in the graph. This pass fixes what that
 misjudges: for every chosen class with another legal e-node, it computes the
 exact change of the DAG cost if the class switched to that e-node (classes that
-become needed are added with the first pass's choice; classes nobody
+become needed are added with the start's choice; classes nobody
 needs any more are dropped, recursively) and keeps switches that lower it.
 Reference counts (`selection.Selection`) make each trial cost only the part of
 the graph it touches.
@@ -47,15 +47,15 @@ def local_search(t: Tables, kernel: np.ndarray, fallback: Sequence[int], best: S
                  ex: Extraction, roots: Sequence[int], passes: int = 3, work: float = 0.25,
                  pricer: Pricer | None = None) -> Extraction:
     """Local search over the chosen DAG; returns an extraction of no greater DAG cost
-    (taking over `ex.choice`, changed in place). `fallback[c]` and `best[c]`: the first
-    pass's e-node of each class and its price there (what a class a switch makes needed takes).
+    (taking over `ex.choice`, changed in place). `fallback[c]` and `best[c]`: the start's
+    e-node of each class and its price there (what a class a switch makes needed takes).
 
     A switch is tried only where it looks promising: the alternative's kernel plus what
-    its children would add (their first-pass sub-DAGs, free where already computed) is below
+    its children would add (their start's sub-DAGs, free where already computed) is below
     the current e-node's kernel plus the tree cost of the children only it uses. The
     search stops after `passes` passes or `work` x (number of e-nodes) steps (at least
     50,000: small graphs are searched to the end), so it stays within a small multiple of
-    the first pass.
+    the start.
     """
     node_cost = array("d", kernel.tobytes())  # inf where the backend cannot run the e-node
     s = Selection(t, node_cost, fallback, ex.choice, roots)
@@ -63,10 +63,10 @@ def local_search(t: Tables, kernel: np.ndarray, fallback: Sequence[int], best: S
     nodes = t.nodes_by_class()
     cyclic: set[int] | None = None  # computed at the first switch worth keeping
     budget = max(work * t.n_nodes, 50_000.0)  # small graphs are searched to the end
-    added: dict[int, float] = {}  # class -> cost its first-pass sub-DAG adds to the selection
+    added: dict[int, float] = {}  # class -> cost its start's sub-DAG adds to the selection
 
     def adds(k: int) -> float:
-        """What selecting class k would add (its first-pass sub-DAG, selected classes free), memoised."""
+        """What selecting class k would add (its start's sub-DAG, selected classes free), memoised."""
         nonlocal budget
         if k in s.choice:
             return 0.0
