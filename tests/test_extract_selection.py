@@ -29,7 +29,8 @@ def users(t: Tables, choice: dict[int, int], roots: list[int]) -> dict[int, int]
 
 @pytest.mark.parametrize("backend", ["metal", "wgpu"])
 @pytest.mark.parametrize("make", [lambda: mlp(2, batch=4, width=8), lambda: wide(6)])
-def test_a_switch_changes_the_cost_by_what_it_says_and_undo_restores(make, backend: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_switch_changes_the_cost_by_what_it_says_and_undo_restores(  # type: ignore[no-untyped-def]
+        make, backend: str) -> None:
     target = el.load_backend(backend)
     s = saturate_graph(make(), [target])
     t, roots = s.tables, s.roots

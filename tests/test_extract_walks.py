@@ -64,3 +64,9 @@ def test_on_cycles_is_the_classes_that_reach_themselves(seed: int) -> None:
 
 def test_on_cycles_of_no_edges() -> None:
     assert on_cycles(3, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)).tolist() == [False] * 3
+
+
+def test_an_edge_given_many_times_is_still_an_edge() -> None:
+    source = np.array([0] * 256 + [1])  # e-nodes with the same child class, many of them
+    target = np.array([1] * 256 + [0])
+    assert on_cycles(3, source, target).tolist() == [True, True, False]

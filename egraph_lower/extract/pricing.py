@@ -1,4 +1,5 @@
-"""The new-work pricing, where the default extractor starts: each e-node priced by the new work it adds, in NumPy rounds.
+"""The new-work pricing, where the default extractor starts: each e-node priced by the new work
+it adds, in NumPy rounds.
 
 The tree pass (`tree.tree_pass`, the `tree` extractor) prices an e-node as
 its kernel plus the tree costs of its child classes. On a deep graph that is

@@ -78,7 +78,8 @@ def tree_pass(t: Tables, kernel: np.ndarray, roots: Sequence[int]) -> TreePass:
     return TreePass(node_cost, choice, best, settled)
 
 
-def collect(t: Tables, roots: Iterable[int], pick: Callable[[int], int], node_cost: Sequence[float | None]) -> Extraction:
+def collect(t: Tables, roots: Iterable[int], pick: Callable[[int], int],
+            node_cost: Sequence[float | None]) -> Extraction:
     """The extraction that takes e-node `pick(c)` for each class the roots reach (`walks.reachable`,
     in whose order the choice is kept), with its DAG cost."""
     chosen: dict[int, int] = {}

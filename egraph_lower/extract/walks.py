@@ -111,7 +111,8 @@ def on_cycles(n_classes: int, source: np.ndarray, target: np.ndarray) -> np.ndar
     out = np.zeros(n_classes, dtype=bool)
     if not len(source):
         return out
-    edges = coo_array((np.ones(len(source), dtype=np.int8), (source, target)), shape=(n_classes, n_classes)).tocsr()
+    flags = np.ones(len(source), dtype=bool)  # (an edge given many times sums to True, never wraps to 0)
+    edges = coo_array((flags, (source, target)), shape=(n_classes, n_classes)).tocsr()
     _, label = connected_components(edges, directed=True, connection="strong")
     size = np.bincount(label, minlength=int(label.max()) + 1)
     out[size[label] > 1] = True
