@@ -34,7 +34,7 @@ and dy scaled so that each term dy (x - mean)/std is finite in d.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import SupportsFloat, cast
 
@@ -44,7 +44,8 @@ from ..evaluate import activation, apply
 from ..egraph import language
 from . import ALL_RULES
 from .approximations import ATAN_MAX_ABS_ERROR, ERF_MAX_ABS_ERROR
-from .dsl import App, Lit, Rule, Term, Var
+from ..opdefs import OPDEFS
+from .dsl import App, Lit, Rule, Term, Var, variables
 
 DTYPES: tuple[str, ...] = ("f32", "f16", "bf16", "f64")
 EPS: dict[str, float] = {"f64": 2.0**-52, "f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}
@@ -145,11 +146,12 @@ def _ctor(rule: Rule) -> str:
 
 
 def _kind(rule: Rule) -> str:
+    """The activation kind whose domain samples the rule's lhs (its `kind` field; Relu for ReluBackward)."""
     lhs = rule.lhs
     assert isinstance(lhs, App)
-    if lhs.ctor == "ReluBwd":
-        return "Relu"
-    return lhs.params[0] if lhs.params else lhs.ctor
+    c = language.CTORS[lhs.ctor]
+    names = [f.name for f in c.fields]
+    return lhs.params[names.index("kind")] if "kind" in names else "Relu"
 
 
 def x_domain(dtype: str, kind: str = "") -> np.ndarray:
@@ -183,10 +185,18 @@ def _grid(*arrays: np.ndarray) -> list[np.ndarray]:
 
 
 def domain(rule: Rule, dtype: str) -> dict[str, object]:
-    """The environment (variable -> array of dtype, or primitive) the rule is checked on."""
+    """The environment (variable -> array of dtype, or primitive) the rule is checked on: the domain
+    its lhs op declares (`OpDef.domain`, one of `DOMAINS`)."""
+    op = language.CTORS[_ctor(rule)].op
+    name = OPDEFS[op].domain
+    if name is None:
+        raise ValueError(f"rule {rule.name}: {op} declares no checker domain (OpDef.domain)")
+    return DOMAINS[name](rule, dtype)
+
+
+def _activation_domain(rule: Rule, dtype: str) -> dict[str, object]:
+    """x over `x_domain` of the lhs's kind (y = f(x) for an output form), dy from _DY on a grid."""
     names = _variables(rule)
-    if _ctor(rule) in ("BN", "BnBwdInput", "BnBwdGamma", "BnBwdBeta"):
-        return _bn_domain(dtype, names)
     kind = _kind(rule)
     x = x_domain(dtype, kind)
     # only x whose forward value f(x) does not overflow d (the forward pass has produced it):
@@ -210,7 +220,8 @@ def domain(rule: Rule, dtype: str) -> dict[str, object]:
     return env
 
 
-def _bn_domain(dtype: str, names: set[str]) -> dict[str, object]:
+def _bn_domain(rule: Rule, dtype: str) -> dict[str, object]:
+    names = _variables(rule)
     mean = np.array([0.0, 1.5, -300.0, 1e4, 0.01, -2.0])
     var = np.array([1.0, 0.0, 1e-3, 4e4, 0.25, 1e3])
     gamma = np.array([1.0, -0.5, 2.5, 1e-2, 3.0, -1.0])
@@ -231,9 +242,15 @@ def _bn_domain(dtype: str, names: set[str]) -> dict[str, object]:
 
 
 def _variables(rule: Rule) -> set[str]:
-    from .dsl import variables
-
     return variables(rule.lhs)
+
+
+# the sampling domains an op's declaration may name (`OpDef.domain`)
+DOMAINS: dict[str, Callable[[Rule, str], dict[str, object]]] = {
+    "activation": _activation_domain,
+    "relu": _activation_domain,
+    "batchnorm": _bn_domain,
+}
 
 
 # --------------------------------------------------------------------------- the measure
