@@ -131,12 +131,14 @@ _KIND_FIELD = string("kind")
 ACTIVATION = OpDef(
     "Activation", ("x",), (_KIND,), _activation, _op_activation,
     (Ctor("Act", "Activation", (_KIND_FIELD,), 1, tuple(head(k, kind=k) for k in ACTIVATION_KINDS)),),
-    domain="activation", torch="activation", kinded=True)
+    domain="activation", torch="activation", kinded=True,
+          sample=({"kind": "Tanh"}, (((2, 3), "f32"),)))
 
 BACKWARD: tuple[OpDef, ...] = (
     OpDef("ReluBackward", ("x", "dy"), (), _pointwise_backward, _op_relu_backward,
           (Ctor("ReluBwd", "ReluBackward", (), 2, (head("ReluBackward"),)),),
-          domain="relu", torch="relu_backward", backward=True),
+          domain="relu", torch="relu_backward", backward=True,
+          sample=({}, (((2, 3), "f32"), ((2, 3), "f32")))),
     OpDef("ActivationBackward", ("x", "dy"), (_KIND, Attr("wrt", one_of(WRT, "wrt"), required=False)),
           _pointwise_backward, _op_activation_backward,
           (Ctor("ActBwd", "ActivationBackward", (_KIND_FIELD,), 2,
@@ -144,5 +146,6 @@ BACKWARD: tuple[OpDef, ...] = (
            Ctor("ActBwdOut", "ActivationBackward", (_KIND_FIELD,), 2,
                 tuple(head(f"BackwardOut.{k}", kind=k) for k in OUTPUT_FORM_KINDS), implies=(("wrt", "output"),))),
           domain="activation", torch="activation_backward", backward=True, kinded=True,
-          check=_wrt_output_form),
+          check=_wrt_output_form,
+          sample=({"kind": "Sigmoid", "wrt": "output"}, (((2, 3), "f32"), ((2, 3), "f32")))),
 )

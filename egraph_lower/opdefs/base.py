@@ -11,7 +11,9 @@ An `OpDef` states, once, everything the stages need to know about an op:
 - `domain`: the name of the numerical checker's sampling domain for rules that
   rewrite it away (`rules/domains.py` `DOMAINS`; None: no rule may have it as lhs);
 - `torch`: the name of its function in `egraph_lower/torch/kernels.py`;
-- `check`: a check of the attributes together (each has its own first).
+- `check`: a check of the attributes together (each has its own first);
+- `sample`: the attributes and input shapes/dtypes of one valid node, on which the
+  completeness test (tests/test_opdefs.py) runs every part against the others.
 
 Nothing here imports torch or egglog.
 """
@@ -28,6 +30,7 @@ Meta = tuple[tuple[int, ...], str | None]
 Infer = Callable[[Mapping[str, Any], Sequence[Meta]], Meta]
 Evaluate = Callable[[Mapping[str, Any], Sequence[np.ndarray], str, Sequence[int] | None], np.ndarray]
 Check = Callable[[Any], None]
+Sample = tuple[Mapping[str, Any], tuple[Meta, ...]]
 
 STRING, F64, I64 = "String", "f64", "i64"  # the egglog sorts of primitive fields
 
@@ -106,6 +109,7 @@ class OpDef:
     backward: bool = False
     kinded: bool = False  # its `kind` attribute names an activation kind, which backends list one by one
     check: Callable[[Mapping[str, Any]], None] | None = None  # attributes checked together, after each alone
+    sample: Sample | None = None  # attributes and input metas of one valid node (None: a leaf)
 
     @property
     def arity(self) -> int:

@@ -91,18 +91,22 @@ _X_MEAN_VAR_DY = ("x", "mean", "var", "dy")
 FORWARD = OpDef(
     "BatchNormInference", _X_GAMMA_BETA_MEAN_VAR, (_EPS,), lambda attrs, ins: _channels(_X_GAMMA_BETA_MEAN_VAR, ins),
     _op_bn, (Ctor("BN", "BatchNormInference", (number("eps"),), 5, (head("BatchNorm"),)),),
-    domain="batchnorm", torch="batch_norm_inference")
+    domain="batchnorm", torch="batch_norm_inference",
+          sample=({"eps": 1e-5}, (((4, 3), "f32"),) + (((3,), "f32"),) * 4))
 
 BACKWARD: tuple[OpDef, ...] = (
     OpDef("BatchNormInferenceBackwardInput", _X_GAMMA_MEAN_VAR_DY, (_EPS,),
           lambda attrs, ins: _channels(_X_GAMMA_MEAN_VAR_DY, ins), _op_bn_input,
           (Ctor("BnBwdInput", "BatchNormInferenceBackwardInput", (number("eps"),), 5, (head("BnBackwardInput"),)),),
-          domain="batchnorm", torch="batch_norm_backward_input", backward=True),
+          domain="batchnorm", torch="batch_norm_backward_input", backward=True,
+          sample=({"eps": 1e-5}, (((4, 3), "f32"),) + (((3,), "f32"),) * 3 + (((4, 3), "f32"),))),
     OpDef("BatchNormInferenceBackwardGamma", _X_MEAN_VAR_DY, (_EPS,), _per_channel(_X_MEAN_VAR_DY), _op_bn_gamma,
           (Ctor("BnBwdGamma", "BatchNormInferenceBackwardGamma", (number("eps"), _AXES), 4,
                 (head("BnBackwardGamma"),)),),
-          domain="batchnorm", torch="batch_norm_backward_gamma", backward=True),
+          domain="batchnorm", torch="batch_norm_backward_gamma", backward=True,
+          sample=({"eps": 1e-5}, (((4, 3), "f32"),) + (((3,), "f32"),) * 2 + (((4, 3), "f32"),))),
     OpDef("BatchNormInferenceBackwardBeta", ("dy",), (), _per_channel(("dy",)), _op_bn_beta,
           (Ctor("BnBwdBeta", "BatchNormInferenceBackwardBeta", (_AXES,), 1, (head("BnBackwardBeta"),)),),
-          domain="batchnorm", torch="batch_norm_backward_beta", backward=True),
+          domain="batchnorm", torch="batch_norm_backward_beta", backward=True,
+          sample=({}, (((4, 3), "f32"),))),
 )

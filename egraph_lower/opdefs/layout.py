@@ -50,10 +50,13 @@ def _transpose(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
 
 OPS: tuple[OpDef, ...] = (
     OpDef("Expand", ("x",), (Attr("shape", shape_attr),), _expand, _op_expand,
-          (Ctor("Expand", "Expand", (ints("shape"),), 1, (head("Expand"),)),), domain=None, torch="expand"),
+          (Ctor("Expand", "Expand", (ints("shape"),), 1, (head("Expand"),)),), domain=None, torch="expand",
+          sample=({"shape": [4, 3]}, (((1, 3), "f32"),))),
     OpDef("Reshape", ("x",), (Attr("shape", shape_attr),), _reshape, _op_reshape,
-          (Ctor("Reshape", "Reshape", (ints("shape"),), 1, (head("Reshape"),)),), domain=None, torch="reshape"),
+          (Ctor("Reshape", "Reshape", (ints("shape"),), 1, (head("Reshape"),)),), domain=None, torch="reshape",
+          sample=({"shape": [3, 2]}, (((2, 3), "f32"),))),
     OpDef("Transpose", ("x",), (Attr("perm", int_list("perm")),), _transpose, _op_transpose,
           (Ctor("Transpose", "Transpose", (ints("perm"),), 1, (head("Transpose"),)),), domain=None,
-          torch="transpose"),
+          torch="transpose",
+          sample=({"perm": [1, 0]}, (((2, 3), "f32"),))),
 )

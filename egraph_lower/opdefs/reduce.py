@@ -143,7 +143,9 @@ OPS: tuple[OpDef, ...] = (
                              Attr("keep_dim", boolean("keep_dim"), required=False)), _reduce, _op_reduce,
           (Ctor("Reduce", "Reduce", _REDUCE_FIELDS, 1,
                 (head("sum", op="Sum", keep_dim=0),) + tuple(head(f"Reduce.{o}", op=o) for o in REDUCE_OPS)),),
-          domain=None, torch="reduce"),
+          domain=None, torch="reduce",
+          sample=({"op": "Max", "axes": [-1], "keep_dim": True}, (((2, 3), "f32"),))),
     OpDef("MatMul", ("a", "b"), (), _matmul, _op_matmul, (Ctor("MatMul", "MatMul", (), 2, (head("MatMul"),)),),
-          domain=None, torch="matmul"),
+          domain=None, torch="matmul",
+          sample=({}, (((2, 3), "f32"), ((3, 4), "f32")))),
 )
