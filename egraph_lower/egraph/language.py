@@ -42,17 +42,18 @@ Encoder = Callable[[Mapping[str, Any], int], tuple[str, tuple[Any, ...]]]
 def _encoder(d: OpDef) -> Encoder:
     """How a node of `d` encodes: its constructor (the one whose `implies` it matches with the most
     entries) and the constructor's fields, from the attributes and the rank of the first input."""
-    ctors = sorted(d.ctors, key=lambda c: -len(c.implies))
+    ctors = [(c.name, c.implies, [(f.encode, f.attr, f.default) for f in c.fields])
+             for c in sorted(d.ctors, key=lambda c: -len(c.implies))]
     if len(ctors) == 1:
-        name, fields = ctors[0].name, ctors[0].fields
+        name, _, fields = ctors[0]
         if not fields:
             empty: tuple[str, tuple[Any, ...]] = (name, ())
             return lambda attrs, rank: empty
-        return lambda attrs, rank: (name, tuple([f.encode(attrs.get(f.name, f.default), rank) for f in fields]))
+        return lambda attrs, rank: (name, tuple([enc(attrs.get(key, default), rank) for enc, key, default in fields]))
 
     def encode_any(attrs: Mapping[str, Any], rank: int) -> tuple[str, tuple[Any, ...]]:
-        c = next(c for c in ctors if all(attrs.get(k) == v for k, v in c.implies))
-        return c.name, tuple([f.encode(attrs.get(f.name, f.default), rank) for f in c.fields])
+        name, _, fields = next(c for c in ctors if all(attrs.get(k) == v for k, v in c[1]))
+        return name, tuple([enc(attrs.get(key, default), rank) for enc, key, default in fields])
     return encode_any
 
 

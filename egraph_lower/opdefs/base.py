@@ -48,9 +48,10 @@ class Attr:
 class Field:
     """One primitive field of an e-graph constructor.
 
-    `encode(value, rank)` gives the field from the attribute's value (`default` when the node
-    omits it) and the rank of the op's first input; `decode` gives the attribute back. A
-    field with `decode=None` is derived (e.g. batch norm's reduction axes): it is no attribute.
+    `encode(value, rank)` gives the field from the value of attribute `source` (the field's own
+    name when None; `default` when the node omits it) and the rank of the op's first input;
+    `decode` gives the attribute back. A field with `decode=None` is derived (batch norm's
+    reduction axes, softmax's axes from its axis): it is no attribute.
     """
 
     name: str
@@ -58,6 +59,12 @@ class Field:
     encode: Callable[[Any, int], Any]
     decode: Callable[[Any], Any] | None
     default: Any = None
+    source: str | None = None
+
+    @property
+    def attr(self) -> str:
+        """The attribute the field is encoded from."""
+        return self.source or self.name
 
     @property
     def derived(self) -> bool:
@@ -160,6 +167,11 @@ def number(name: str) -> Field:
 def derived(name: str, sort: str, fn: Callable[[int], Any]) -> Field:
     """A field computed from the rank of the first input, not an attribute of the format."""
     return Field(name, sort, lambda v, rank: fn(rank), None)
+
+
+def integer(name: str) -> Field:
+    """An integer attribute as an i64."""
+    return Field(name, I64, lambda v, rank: int(v), int)
 
 
 def all_but_last(rank: int) -> str:

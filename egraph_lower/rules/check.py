@@ -60,6 +60,10 @@ def bound(rule: Rule, dtype: str) -> float:
         # number is |x f'/f| ~ |2u| (1 + 2a x^2)/(1 + a x^2) <= 2|2u|, and the ~5 roundings of u (0.5 eps
         # each) reach the result multiplied by |2u|, which is at most UNDERFLOW_X before f underflows.
         return DEFAULT_BOUND + 2.5 * UNDERFLOW_X[dtype]
+    if rule.name == "softmax-lower":
+        # exp(x - max) turns the rounding of x - max (0.5 eps relative: 0.5 eps |x - max| absolute) into a
+        # relative error of 0.5 eps |x - max|, and |x - max| is at most UNDERFLOW_X before y falls below FLOOR.
+        return DEFAULT_BOUND + 0.5 * UNDERFLOW_X[dtype]
     if rule.name in _APPROX:
         # the scale is |ref|: near 0 both approximations are x * (P/Q), relatively as accurate
         # as the fit; elsewhere |ref| >= ~0.1, so the measured absolute error bounds it (with margin).

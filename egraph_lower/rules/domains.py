@@ -13,7 +13,8 @@ forward pass has produced f(x), so it is finite). dy has mixed signs and magnitu
 over the x domain, rounded to d (so f's range, infinities of Rsqrt(0) and
 Recip(0) included). Batch norm: x [N, C] around each channel's mean, C channels
 with mean/var/gamma/beta of mixed magnitudes, var >= 0 (0 included), eps 1e-5,
-and dy scaled so that each term dy (x - mean)/std is finite in d.
+and dy scaled so that each term dy (x - mean)/std is finite in d. Softmax: see
+`_softmax_domain`.
 """
 
 from __future__ import annotations
@@ -153,6 +154,26 @@ def _bn_domain(rule: Rule, dtype: str) -> dict[str, object]:
     return env
 
 
+def _softmax_domain(rule: Rule, dtype: str) -> dict[str, object]:
+    """Rows of C = 7 logits over the last axis: spreads from 1e-3 to 100 (so some y underflow d), rows
+    of equal logits and rows with one dominant logit; y = softmax(x) rounded to d; dy as for batch norm."""
+    names = _variables(rule)
+    rng = np.random.default_rng(2)
+    rows = [rng.standard_normal(7) * s + c for s in (1e-3, 0.3, 1.0, 5.0, 30.0, 100.0) for c in (0.0, -40.0, 25.0)
+            for _ in range(6)]
+    rows += [np.full(7, v) for v in (0.0, 3.0, -100.0)]
+    rows += [np.where(np.arange(7) == k, big, 0.0) for k in (0, 6) for big in (10.0, 50.0, -50.0)]
+    x = _round(np.array(rows), dtype).astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    y = e / e.sum(axis=1, keepdims=True)
+    dy = rng.choice(np.array(_DY), size=x.shape) * rng.uniform(0.5, 2.0, size=x.shape)
+    env: dict[str, object] = {"axis": -1, "axes": "[1]"}
+    for name, v in (("x", x), ("y", y), ("dy", dy)):
+        if name in names:
+            env[name] = _round(v, dtype)
+    return env
+
+
 def _variables(rule: Rule) -> set[str]:
     return variables(rule.lhs)
 
@@ -162,4 +183,5 @@ DOMAINS: dict[str, Callable[[Rule, str], dict[str, object]]] = {
     "activation": _activation_domain,
     "relu": _activation_domain,
     "batchnorm": _bn_domain,
+    "softmax": _softmax_domain,
 }

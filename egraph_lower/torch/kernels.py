@@ -235,6 +235,15 @@ def batch_norm_backward_beta(dy: Tensor) -> Tensor:
     return _all_but_last(dy).to(dy.dtype)
 
 
+def softmax(x: Tensor, axis: int) -> Tensor:
+    return torch.softmax(x, dim=axis)
+
+
+def softmax_backward(y: Tensor, dy: Tensor, axis: int) -> Tensor:
+    p = dy * y
+    return p - y * torch.sum(p, dim=axis, keepdim=True)
+
+
 def empty(like: Tensor | None, shape: Sequence[int], dtype: str) -> Tensor:
     """A fresh empty tensor (on the device of `like`)."""
     device = like.device if like is not None else None
