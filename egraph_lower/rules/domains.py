@@ -59,12 +59,11 @@ def _ctor(rule: Rule) -> str:
 
 
 def _kind(rule: Rule) -> str:
-    """The activation kind whose domain samples the rule's lhs (its `kind` field; Relu for ReluBackward)."""
+    """The activation kind of the rule's lhs (its `kind` field)."""
     lhs = rule.lhs
     assert isinstance(lhs, App)
-    c = language.CTORS[lhs.ctor]
-    names = [f.name for f in c.fields]
-    return lhs.params[names.index("kind")] if "kind" in names else "Relu"
+    names = [f.name for f in language.CTORS[lhs.ctor].fields]
+    return lhs.params[names.index("kind")]
 
 
 def x_domain(dtype: str, kind: str = "") -> np.ndarray:
@@ -107,10 +106,11 @@ def domain(rule: Rule, dtype: str) -> dict[str, object]:
     return DOMAINS[name](rule, dtype)
 
 
-def _activation_domain(rule: Rule, dtype: str) -> dict[str, object]:
-    """x over `x_domain` of the lhs's kind (y = f(x) for an output form), dy from _DY on a grid."""
+def _activation_domain(rule: Rule, dtype: str, kind: str | None = None) -> dict[str, object]:
+    """x over `x_domain` of `kind` (default: the lhs's kind; y = f(x) for an output form), dy from _DY
+    on a grid."""
     names = _variables(rule)
-    kind = _kind(rule)
+    kind = kind or _kind(rule)
     x = x_domain(dtype, kind)
     # only x whose forward value f(x) does not overflow d (the forward pass has produced it):
     # beyond, dy * exp(x) overflows however it is written
@@ -181,7 +181,7 @@ def _variables(rule: Rule) -> set[str]:
 # the sampling domains an op's declaration may name (`OpDef.domain`)
 DOMAINS: dict[str, Callable[[Rule, str], dict[str, object]]] = {
     "activation": _activation_domain,
-    "relu": _activation_domain,
+    "relu": lambda rule, dtype: _activation_domain(rule, dtype, "Relu"),
     "batchnorm": _bn_domain,
     "softmax": _softmax_domain,
 }
