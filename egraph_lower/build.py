@@ -36,7 +36,7 @@ class GraphBuilder:
         self.nodes.append(Node(nid, op, tuple(inputs), tuple(shape), dtype, attrs, name))  # type: ignore[arg-type]
         return nid
 
-    def op(self, op: str, *inputs: int, **attrs: Any) -> int:
+    def op(self, op: str, /, *inputs: int, **attrs: Any) -> int:
         """A node of any declared op, e.g. `b.op("Reduce", x, op="Sum", axes=[-1], keep_dim=True)`:
         its arity and attributes are checked against the op's declaration here."""
         d = OPDEFS.get(op)

@@ -220,3 +220,28 @@ def test_the_worked_example_in_extending_md_is_the_real_code() -> None:
     for block in blocks[:3]:  # the declaration, the kind, the rules module; the aten handler is a sketch
         code = block.split("```", 1)[0]
         assert any(code in s for s in sources.values()), code[:200]
+
+
+def test_the_declarations_import_without_torch() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['torch'] = None; import egraph_lower.opdefs, egraph_lower.ops, "
+            "egraph_lower.evaluate, egraph_lower.rules.check; print(len(egraph_lower.opdefs.OPDEFS))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(len(OPDEFS))
+
+
+def test_graph_builder_adds_any_declared_op_and_checks_it() -> None:
+    from egraph_lower.build import GraphBuilder
+
+    b = GraphBuilder()
+    x = b.input("x", [2, 3])
+    r = b.op("Reduce", x, op="Sum", axes=[-1], keep_dim=True)
+    assert b.meta(r) == ((2, 1), "f32")
+    with pytest.raises(ValueError, match="unknown op 'Nope'"):
+        b.op("Nope", x)
+    with pytest.raises(ValueError, match=r"MatMul takes 2 inputs \(a, b\), got 1"):
+        b.op("MatMul", x)
+    with pytest.raises(ValueError, match="unknown reduce op 'Prod'"):
+        b.op("Reduce", x, op="Prod", axes=[0])

@@ -21,7 +21,7 @@ from typing import Any
 from ..graph import Node
 from ..opdefs import CTORS as _CTORS
 from ..opdefs import OPDEFS
-from ..opdefs.base import Ctor, OpDef
+from ..opdefs.base import Ctor, Field, OpDef, same
 
 __all__ = ["Ctor", "CTORS", "LEAF", "SCALAR", "REF", "declarations", "encode", "decode"]
 
@@ -39,21 +39,54 @@ def declarations() -> str:
 Encoder = Callable[[Mapping[str, Any], int], tuple[str, tuple[Any, ...]]]
 
 
+def _fields_encoder(name: str, fields: tuple[Field, ...]) -> Encoder:
+    """(name, fields) of one constructor; specialised by field count (this runs once per loaded node)."""
+    if not fields:
+        empty: tuple[str, tuple[Any, ...]] = (name, ())
+        return lambda attrs, rank: empty
+    if len(fields) == 1:
+        (f,) = fields
+        enc, key, default = f.encode, f.attr, f.default
+        if enc is same:  # a string kept as it is
+            return lambda attrs, rank: (name, (attrs.get(key, default),))
+        return lambda attrs, rank: (name, (enc(attrs.get(key, default), rank),))
+    specs = [(f.encode, f.attr, f.default) for f in fields]
+    return lambda attrs, rank: (name, tuple([enc(attrs.get(key, default), rank) for enc, key, default in specs]))
+
+
 def _encoder(d: OpDef) -> Encoder:
     """How a node of `d` encodes: its constructor (the one whose `implies` it matches with the most
     entries) and the constructor's fields, from the attributes and the rank of the first input."""
-    ctors = [(c.name, c.implies, [(f.encode, f.attr, f.default) for f in c.fields])
-             for c in sorted(d.ctors, key=lambda c: -len(c.implies))]
-    if len(ctors) == 1:
-        name, _, fields = ctors[0]
-        if not fields:
-            empty: tuple[str, tuple[Any, ...]] = (name, ())
-            return lambda attrs, rank: empty
-        return lambda attrs, rank: (name, tuple([enc(attrs.get(key, default), rank) for enc, key, default in fields]))
+    if len(d.ctors) == 1:
+        return _fields_encoder(d.ctors[0].name, d.ctors[0].fields)
+    keys = sorted({k for c in d.ctors for k, _ in c.implies})
+    ctors = sorted(d.ctors, key=lambda c: -len(c.implies))
+
+    def pick(values: tuple[Any, ...]) -> Encoder:
+        attrs = dict(zip(keys, values))
+        c = next((c for c in ctors if all(attrs.get(k) == v for k, v in c.implies)), None)
+        if c is None:
+            raise KeyError(f"{d.name}: no constructor for {attrs}")
+        return _fields_encoder(c.name, c.fields)
+
+    cache: dict[Any, Encoder] = {}
+    if len(keys) == 1:  # ActivationBackward: wrt
+        (key,) = keys
+
+        def encode_by(attrs: Mapping[str, Any], rank: int) -> tuple[str, tuple[Any, ...]]:
+            value = attrs.get(key)
+            enc = cache.get(value)
+            if enc is None:
+                enc = cache[value] = pick((value,))
+            return enc(attrs, rank)
+        return encode_by
 
     def encode_any(attrs: Mapping[str, Any], rank: int) -> tuple[str, tuple[Any, ...]]:
-        name, _, fields = next(c for c in ctors if all(attrs.get(k) == v for k, v in c[1]))
-        return name, tuple([enc(attrs.get(key, default), rank) for enc, key, default in fields])
+        values = tuple([attrs.get(k) for k in keys])
+        enc = cache.get(values)
+        if enc is None:
+            enc = cache[values] = pick(values)
+        return enc(attrs, rank)
     return encode_any
 
 
