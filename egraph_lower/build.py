@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .graph import Graph, Node
-from .validate import infer
+from .opdefs import OPDEFS
+from .validate import check_attrs, infer
 
 
 class GraphBuilder:
@@ -34,6 +35,17 @@ class GraphBuilder:
         nid = len(self.nodes)
         self.nodes.append(Node(nid, op, tuple(inputs), tuple(shape), dtype, attrs, name))  # type: ignore[arg-type]
         return nid
+
+    def op(self, op: str, /, *inputs: int, **attrs: Any) -> int:
+        """A node of any declared op, e.g. `b.op("Reduce", x, op="Sum", axes=[-1], keep_dim=True)`:
+        its arity and attributes are checked against the op's declaration here."""
+        d = OPDEFS.get(op)
+        if d is None:
+            raise ValueError(f"unknown op {op!r}")
+        if len(inputs) != d.arity:
+            raise ValueError(f"{op} takes {d.arity} inputs ({', '.join(d.inputs)}), got {len(inputs)}")
+        check_attrs(op, attrs)
+        return self.add(op, inputs, attrs)
 
     def meta(self, node: int) -> tuple[tuple[int, ...], str]:
         n = self.nodes[node]

@@ -5,7 +5,8 @@ against this module, so its semantics are spelled out once: here, and for the
 parts that live in their own modules (every public name is importable from
 here), in those modules' docstrings:
 
-    activations.py  f, f' and the wrt: output forms of the activation kinds
+    opdefs/         each op's evaluation, beside the rest of its declaration
+    opdefs/kinds.py f, f' and the wrt: output forms of the activation kinds
     feeds.py        fed arrays (Input/Param) and Constant values
     npz.py          read_npz, write_npz: arrays on disk
     arrays.py       rounding once, wrapping, Cast conversion, int64 arithmetic
@@ -29,7 +30,7 @@ Integers (i32, i64)
     1, +-1 for a base of -1, else 0 (0 ** -n included).
     Reduce Mean is the int64 sum truncated-divided by the count.
     Integer activations: Neg, Abs, Sign, Relu, Round, Floor, Ceil (see
-    activations.py); ActivationBackward of those kinds is computed in int64
+    opdefs/kinds.py); ActivationBackward of those kinds is computed in int64
     too (with wrt: output only for Relu).
 
 bool
@@ -55,48 +56,24 @@ ActivationBackward, ReluBackward
     ActivationBackward is literally `dy * f'(x)` (or `dy * g(y)` with
     wrt: output), rounded once: dy = inf times f' = 0 is nan. ReluBackward is
     `where(x > 0, dy, 0)`, which is 0 (not nan) where x is nan or <= 0.
-    f and f' themselves: see activations.py.
+    f and f' themselves: see opdefs/kinds.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
 
-from .activations import (
-    _int_activation,
-    _int_activation_grad,
-    activation,
-    activation_grad,
-    activation_grad_from_output,
-)
-from .arrays import (
-    _BOOL,
-    _I64,
-    Args,
-    Attrs,
-    _convert,
-    _f,
-    _finish,
-    _i,
-    _iadd,
-    _idiv,
-    _imul,
-    _ipow,
-    _is_float,
-    _isub,
-    _one_line,
-    _round_float,
-    _wrap,
-)
+from .arrays import Args, Attrs, _one_line
 from .dtypes import FLOAT_DTYPES, INT_DTYPES, to_numpy
 from .errors import GraphError, LowerError
-from .feeds import _feed_value, _op_constant, _op_leaf
+from .feeds import _feed_value
 from .graph import Graph
 from .npz import read_npz, write_npz
-from .ops import INTEGER_KINDS
+from .opdefs import OPDEFS
+from .opdefs.activation import activation, activation_grad, activation_grad_from_output
 
 __all__ = [
     "evaluate",
@@ -108,267 +85,7 @@ __all__ = [
     "write_npz",
 ]
 
-
-# --------------------------------------------------------------------------- ops
-
-
-def _need_float(op: str, dtype: str) -> None:
-    if dtype not in FLOAT_DTYPES:
-        raise LowerError(f"{op} needs a float dtype, not {dtype}")
-
-
-def _op_activation(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    kind = attrs["kind"]
-    (x,) = args
-    if dtype in FLOAT_DTYPES:
-        return _round_float(activation(kind, x), dtype)
-    if dtype in INT_DTYPES and kind in INTEGER_KINDS:
-        return _wrap(_int_activation(kind, _i(x)), dtype)
-    raise LowerError(f"Activation {kind} is not defined on {dtype}")
-
-
-def _op_activation_backward(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    kind = attrs["kind"]
-    wrt = attrs.get("wrt", "input")
-    x, dy = args
-    if wrt not in ("input", "output"):
-        raise LowerError(f"ActivationBackward wrt must be 'input' or 'output', not {wrt!r}")
-    if dtype in FLOAT_DTYPES:
-        d = activation_grad(kind, x) if wrt == "input" else activation_grad_from_output(kind, x)
-        return _round_float(_f(dy) * d, dtype)
-    if dtype in INT_DTYPES and kind in INTEGER_KINDS and (wrt == "input" or kind == "Relu"):
-        # Relu from the output: y > 0 exactly where x > 0
-        g = _int_activation_grad(kind, _i(x))
-        dy_i, g = np.broadcast_arrays(_i(dy), g)
-        return _wrap(_imul(np.ascontiguousarray(dy_i), np.ascontiguousarray(g)), dtype)
-    raise LowerError(f"ActivationBackward {kind} (wrt {wrt}) is not defined on {dtype}")
-
-
-_FLOAT_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "Add": np.add,
-    "Sub": np.subtract,
-    "Mul": np.multiply,
-    "Div": np.true_divide,
-    "Max": np.maximum,
-    "Min": np.minimum,
-    "Pow": np.power,
-}
-
-
-def _bcast_views(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    a, b = np.broadcast_arrays(a, b)
-    return a, b
-
-
-_INT_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "Add": lambda a, b: _iadd(*_bcast_views(a, b)),
-    "Sub": lambda a, b: _isub(*_bcast_views(a, b)),
-    "Mul": lambda a, b: _imul(*_bcast_views(a, b)),
-    "Div": _idiv,
-    "Max": np.maximum,
-    "Min": np.minimum,
-    "Pow": _ipow,
-}
-
-_BOOL_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "Max": np.logical_or,
-    "Min": np.logical_and,
-    "Mul": np.logical_and,
-}
-
-
-def _op_binary(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    op = attrs["op"]
-    a, b = args
-    table: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]
-    conv: Callable[[Any], np.ndarray]
-    fin: Callable[[Any, str], np.ndarray]
-    if dtype in FLOAT_DTYPES:
-        table, conv, fin = _FLOAT_BINARY, _f, _round_float
-    elif dtype in INT_DTYPES:
-        table, conv, fin = _INT_BINARY, _i, _wrap
-    else:
-        table, conv, fin = _BOOL_BINARY, lambda v: np.asarray(v) != 0, lambda v, d: np.asarray(v, dtype=_BOOL)
-    if op not in table:
-        raise LowerError(f"Binary {op} is not defined on {dtype}")
-    return fin(table[op](conv(a), conv(b)), dtype)
-
-
-_COMPARE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "Eq": np.equal,
-    "Ne": np.not_equal,
-    "Lt": np.less,
-    "Le": np.less_equal,
-    "Gt": np.greater,
-    "Ge": np.greater_equal,
-}
-
-
-def _op_compare(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    op = attrs["op"]
-    if op not in _COMPARE:
-        raise LowerError(f"unknown Compare op {op!r}")
-    a, b = (np.asarray(v) for v in args)
-    conv = _f if (_is_float(a) or _is_float(b)) else _i
-    return _finish(_COMPARE[op](conv(a), conv(b)), dtype)
-
-
-def _op_where(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    cond, a, b = (np.asarray(v) for v in args)
-    if cond.dtype != _BOOL:
-        cond = _convert(cond, "bool")
-    return np.asarray(np.where(cond, _convert(a, dtype), _convert(b, dtype)), dtype=to_numpy(dtype))
-
-
-def _op_cast(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    to = attrs["to"]
-    if to != dtype:
-        raise LowerError(f"Cast to {to!r} on a node of dtype {dtype}")
-    return _convert(np.asarray(args[0]), dtype)
-
-
-def _op_expand(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    return np.broadcast_to(_convert(np.asarray(args[0]), dtype), tuple(attrs["shape"]))
-
-
-def _op_reshape(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    return np.reshape(_convert(np.asarray(args[0]), dtype), tuple(attrs["shape"]))
-
-
-def _op_transpose(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    return np.transpose(_convert(np.asarray(args[0]), dtype), tuple(attrs["perm"]))
-
-
-def _norm_axes(axes: Sequence[int], ndim: int) -> tuple[int, ...]:
-    out = []
-    for ax in axes:
-        if isinstance(ax, bool) or not isinstance(ax, (int, np.integer)) or not -ndim <= ax < ndim:
-            raise LowerError(f"Reduce axis {ax!r} is out of range for rank {ndim}")
-        out.append(int(ax) % ndim)
-    if len(set(out)) != len(out):
-        raise LowerError(f"Reduce axes {list(axes)} repeat an axis")
-    return tuple(sorted(out))
-
-
-def _op_reduce(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    op = attrs["op"]
-    keep = bool(attrs.get("keep_dim", False))
-    x = np.asarray(args[0])
-    axes = _norm_axes(attrs["axes"], x.ndim)
-    if op not in ("Sum", "Mean", "Max", "Min"):
-        raise LowerError(f"unknown Reduce op {op!r}")
-    if not axes:
-        return _convert(x, dtype)
-    count = 1
-    for ax in axes:
-        count *= x.shape[ax]
-    if dtype in FLOAT_DTYPES:
-        v = _f(x)
-        if op == "Sum":
-            r = np.sum(v, axis=axes, keepdims=keep)
-        elif op == "Mean":
-            r = np.sum(v, axis=axes, keepdims=keep) / float(count)
-        elif op == "Max":
-            r = np.max(v, axis=axes, keepdims=keep, initial=-np.inf)
-        else:
-            r = np.min(v, axis=axes, keepdims=keep, initial=np.inf)
-        return _round_float(r, dtype)
-    if dtype in INT_DTYPES:
-        v = _i(x)
-        info = np.iinfo(to_numpy(dtype))
-        if op in ("Sum", "Mean"):
-            r = np.sum(v, axis=axes, keepdims=keep, dtype=_I64)
-            if op == "Mean":
-                r = _idiv(np.asarray(r), np.asarray(count, dtype=_I64))
-        elif op == "Max":
-            r = np.max(v, axis=axes, keepdims=keep, initial=info.min)
-        else:
-            r = np.min(v, axis=axes, keepdims=keep, initial=info.max)
-        return _wrap(r, dtype)
-    v = np.asarray(x) != 0
-    if op == "Max":
-        return np.asarray(np.any(v, axis=axes, keepdims=keep))
-    if op == "Min":
-        return np.asarray(np.all(v, axis=axes, keepdims=keep))
-    raise LowerError(f"Reduce {op} is not defined on bool")
-
-
-def _op_matmul(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    a, b = (np.asarray(v) for v in args)
-    if a.ndim == 0 or b.ndim == 0:
-        raise LowerError("MatMul operands must have rank >= 1")
-    if dtype in FLOAT_DTYPES:
-        return _round_float(np.matmul(_f(a), _f(b)), dtype)
-    if dtype in INT_DTYPES:
-        return _wrap(np.matmul(_i(a), _i(b)), dtype)
-    return np.asarray(np.matmul(a != 0, b != 0), dtype=_BOOL)
-
-
-def _eps(attrs: Attrs) -> float:
-    eps = attrs["eps"]
-    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.number)):
-        raise LowerError(f"eps must be a number, not {eps!r}")
-    return float(eps)
-
-
-def _op_bn(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    _need_float("BatchNormInference", dtype)
-    x, gamma, beta, mean, var = (_f(v) for v in args)
-    return _round_float((x - mean) / np.sqrt(var + _eps(attrs)) * gamma + beta, dtype)
-
-
-def _op_bn_input(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    _need_float("BatchNormInferenceBackwardInput", dtype)
-    x, gamma, mean, var, dy = (_f(v) for v in args)
-    r = dy * gamma / np.sqrt(var + _eps(attrs))
-    return _round_float(np.broadcast_to(r, np.broadcast_shapes(x.shape, r.shape)), dtype)
-
-
-def _all_but_last(ndim: int) -> tuple[int, ...]:
-    return tuple(range(max(ndim - 1, 0)))
-
-
-def _op_bn_gamma(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    _need_float("BatchNormInferenceBackwardGamma", dtype)
-    x, mean, var, dy = (_f(v) for v in args)
-    t = dy * (x - mean) / np.sqrt(var + _eps(attrs))
-    return _round_float(np.sum(t, axis=_all_but_last(t.ndim)), dtype)
-
-
-def _op_bn_beta(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    _need_float("BatchNormInferenceBackwardBeta", dtype)
-    dy = _f(args[0])
-    return _round_float(np.sum(dy, axis=_all_but_last(dy.ndim)), dtype)
-
-
-def _op_relu_backward(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    x, dy = (np.asarray(v) for v in args)
-    pos = (_f(x) if _is_float(x) else _i(x)) > 0
-    dy = _convert(dy, dtype)
-    return np.asarray(np.where(pos, dy, np.zeros((), dtype=dy.dtype)), dtype=to_numpy(dtype))
-
-
-_OPS: dict[str, Callable[[Attrs, Args, str, Sequence[int] | None], np.ndarray]] = {
-    "Input": _op_leaf("Input"),
-    "Param": _op_leaf("Param"),
-    "Constant": _op_constant,
-    "Activation": _op_activation,
-    "Binary": _op_binary,
-    "Compare": _op_compare,
-    "Where": _op_where,
-    "Cast": _op_cast,
-    "Expand": _op_expand,
-    "Reshape": _op_reshape,
-    "Transpose": _op_transpose,
-    "Reduce": _op_reduce,
-    "MatMul": _op_matmul,
-    "BatchNormInference": _op_bn,
-    "ReluBackward": _op_relu_backward,
-    "ActivationBackward": _op_activation_backward,
-    "BatchNormInferenceBackwardInput": _op_bn_input,
-    "BatchNormInferenceBackwardGamma": _op_bn_gamma,
-    "BatchNormInferenceBackwardBeta": _op_bn_beta,
-}
+_OPS = {name: d.evaluate for name, d in OPDEFS.items()}
 
 
 def _apply(op: str, attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:

@@ -11,7 +11,6 @@ Graph's nodes.
 from __future__ import annotations
 
 import math
-import reprlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -22,322 +21,55 @@ from . import ops
 from .dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES
 from .errors import GraphError
 from .graph import FORMAT, VERSION, Graph, Node, attrs_key, gc_paused, new_node
+from .opdefs import OPDEFS
+from .opdefs.base import Meta
+from .opdefs.meta import MAX_ELEMENTS, broadcast_shapes, check_shape
+from .opdefs.meta import NAME as _NAME
+from .opdefs.meta import is_int as _is_int
+from .opdefs.meta import show as _r
+from .opdefs.meta import show_shape as _s
 
-Meta = tuple[tuple[int, ...], str | None]
-MAX_ELEMENTS = 1 << 62  # a bound on every dimension and element count: int64 arithmetic stays safe
 _FLOAT_MAX = {name: float(ml_dtypes.finfo(DTYPES[name]).max) for name in FLOAT_DTYPES}
 _INT_RANGE = {"i32": (-(1 << 31), (1 << 31) - 1), "i64": (-(1 << 63), (1 << 63) - 1)}
 _TOP_KEYS = {"format", "version", "name", "nodes", "outputs"}
 _NODE_KEYS = {"id", "op", "attrs", "inputs", "shape", "dtype", "name"}
 _REQUIRED_NODE_KEYS = ("inputs", "shape", "dtype")
 
-
-_repr = reprlib.Repr()
-_repr.maxlist = _repr.maxstring = _repr.maxother = 40
-_r = _repr.repr  # a user's value in a message: one line of bounded length
-
-
-def _s(shape: Sequence[int]) -> str:
-    return _r(list(shape))
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_int_list(v: Any) -> bool:
-    return isinstance(v, list) and all(_is_int(a) for a in v)
-
-
-# ---- shape and dtype inference ------------------------------------------------------------------
-
-
-def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """NumPy broadcasting of shapes; ValueError when they do not broadcast."""
-    result = tuple(shapes[0]) if shapes else ()
-    for shape in shapes[1:]:
-        if shape == result:
-            continue
-        n = max(len(result), len(shape))
-        a = (1,) * (n - len(result)) + result
-        b = (1,) * (n - len(shape)) + tuple(shape)
-        if any(x != y and x != 1 and y != 1 for x, y in zip(a, b)):
-            raise ValueError(f"shapes {' and '.join(_s(s) for s in shapes)} do not broadcast")
-        result = tuple(y if x == 1 else x for x, y in zip(a, b))
-    return result
-
-
-def _elementwise_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
-    try:
-        return broadcast_shapes(*shapes)
-    except ValueError:
-        shown = " and ".join(_s(s) for s in shapes)
-        raise ValueError(f"inputs have shapes {shown} that do not broadcast") from None
-
-
-def _shape2(sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[int, ...]:
-    """The broadcast shape of two operands, fast where one is a scalar (a literal) or both agree."""
-    if sa == sb or not sb:
-        return sa
-    return sb if not sa else _elementwise_shape((sa, sb))
-
-
-def _join(dtypes: Sequence[str | None]) -> str | None:
-    """The one dtype of operands that must agree; literals (None) take it."""
-    dt = None
-    for d in dtypes:
-        if d is not None:
-            dt = d if dt is None else _same(dt, d)
-    return dt
-
-
-def _same(da: str | None, db: str | None) -> str | None:
-    """`_join` of two operands, the hot path of every elementwise e-node."""
-    if da is None or da == db:
-        return db
-    if db is None:
-        return da
-    raise ValueError(f"inputs have different dtypes {da} and {db} (no implicit promotion: insert a Cast)")
-
-
-def _activation(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    dt, kind = ins[0][1], attrs["kind"]
-    if dt is not None and dt not in FLOAT_DTYPES and not (dt in INT_DTYPES and kind in ops.INTEGER_KINDS):
-        allowed = ", ".join(sorted(ops.INTEGER_KINDS))
-        raise ValueError(f"{kind} needs a float dtype, got {dt} (on integers only {allowed})")
-    return ins[0]
-
-
-def _binary(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    (sa, da), (sb, db) = ins
-    dt = _same(da, db)
-    if dt == "bool":
-        raise ValueError(f"{attrs['op']} on bool: no arithmetic on bool (Cast first)")
-    return _shape2(sa, sb), dt
-
-
-def _compare(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    (sa, da), (sb, db) = ins
-    _same(da, db)
-    return _shape2(sa, sb), "bool"
-
-
-def _where(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    (sc, dc), (sa, da), (sb, db) = ins
-    if dc is not None and dc != "bool":
-        raise ValueError(f"cond must be bool, got {dc}")
-    return (sa if sc == sa == sb else _elementwise_shape((sc, sa, sb))), _same(da, db)
-
-
-def _cast(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    return ins[0][0], attrs["to"]
-
-
-def _expand(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    (shape, dt), target = ins[0], tuple(attrs["shape"])
-    n = len(target) - len(shape)
-    if n < 0 or any(x != 1 and x != t for x, t in zip(shape, target[n:])):
-        raise ValueError(f"cannot expand shape {_s(shape)} to {_s(target)} (NumPy broadcasting)")
-    return target, dt
-
-
-def _reshape(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    (shape, dt), target = ins[0], tuple(attrs["shape"])
-    if math.prod(shape) != math.prod(target):
-        raise ValueError(f"cannot reshape {_s(shape)} ({math.prod(shape)} elements) "
-                         f"to {_s(target)} ({math.prod(target)} elements)")
-    return target, dt
-
-
-def _transpose(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    (shape, dt), perm = ins[0], attrs["perm"]
-    if sorted(perm) != list(range(len(shape))):
-        raise ValueError(f"perm {list(perm)} is not a permutation of the {len(shape)} axes of {_s(shape)}")
-    return tuple(shape[p] for p in perm), dt
-
-
-def _reduce(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    (shape, dt), op, rank = ins[0], attrs["op"], len(ins[0][0])
-    for a in attrs["axes"]:
-        if not -rank <= a < rank:
-            raise ValueError(f"axis {a} is out of range for rank {rank}")
-    axes = {a % rank for a in attrs["axes"]}  # NumPy: a negative axis counts from the end
-    if len(axes) != len(attrs["axes"]):
-        raise ValueError(f"axes {_r(attrs['axes'])} repeat an axis")
-    if dt is not None and dt not in FLOAT_DTYPES and (op == "Mean" or (op == "Sum" and dt == "bool")):
-        raise ValueError(f"{op} on {dt}: Cast to a float dtype first")
-    if attrs.get("keep_dim", False):
-        return tuple(1 if i in axes else d for i, d in enumerate(shape)), dt
-    return tuple(d for i, d in enumerate(shape) if i not in axes), dt
-
-
-def _matmul(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    (sa, da), (sb, db) = ins
-    dt = _same(da, db)
-    if dt == "bool":
-        raise ValueError("operands are bool: no arithmetic on bool (Cast first)")
-    if not sa or not sb:
-        raise ValueError(f"operands must have rank >= 1, got {_s(sa)} and {_s(sb)}")
-    a = (1,) + sa if len(sa) == 1 else sa  # NumPy: a 1-D operand is a row (a) or a column (b), dropped after
-    b = sb + (1,) if len(sb) == 1 else sb
-    if a[-1] != b[-2]:
-        raise ValueError(f"operands {_s(sa)} and {_s(sb)}: inner dimensions {a[-1]} and {b[-2]} differ")
-    try:
-        shape = broadcast_shapes(a[:-2], b[:-2])
-    except ValueError:
-        raise ValueError(f"operands {_s(sa)} and {_s(sb)}: batch dimensions do not broadcast") from None
-    if len(sa) > 1:
-        shape += (sa[-2],)
-    if len(sb) > 1:
-        shape += (sb[-1],)
-    return shape, dt
-
-
-def _float_dtype(ins: Sequence[Meta]) -> str | None:
-    dt = _join([d for _, d in ins])
-    if dt is not None and dt not in FLOAT_DTYPES:
-        raise ValueError(f"inputs need a float dtype, got {dt}")
-    return dt
-
-
-def _same_shape(x: tuple[int, ...], dy: tuple[int, ...], first: str = "x") -> None:
-    if x != dy:
-        raise ValueError(f"{first} has shape {_s(x)} but dy has shape {_s(dy)} (they must be equal)")
-
-
-def _pointwise_backward(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    first = "y" if attrs.get("wrt") == "output" else "x"
-    _same_shape(ins[0][0], ins[1][0], first)
-    return ins[1][0], _float_dtype(ins)
-
-
-def _channels(op: str, ins: Sequence[Meta]) -> Meta:
-    """Batch-norm ops: x (the first input, rank >= 1), dy of the same shape, every other input of
-    shape [C] with C the last axis of x, one float dtype. Gives x's shape and the dtype."""
-    x = ins[0][0]
-    if not x:
-        raise ValueError(f"{ops.OPS[op].inputs[0]} must have rank >= 1 (channels are on the last axis)")
-    for name, (shape, _) in zip(ops.OPS[op].inputs[1:], ins[1:]):
-        if name == "dy":
-            _same_shape(x, shape)
-        elif shape != x[-1:]:
-            raise ValueError(f"{name} has shape {_s(shape)}, expected [{x[-1]}] (the last axis of x {_s(x)})")
-    return x, _float_dtype(ins)
-
-
-def _per_channel(op: str) -> Callable[[Mapping[str, Any], Sequence[Meta]], Meta]:
-    def infer_op(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-        shape, dt = _channels(op, ins)
-        return shape[-1:], dt
-    return infer_op
-
-
-def _leaf(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    raise ValueError("a leaf has no inputs to infer from: its shape and dtype are declared")
-
-
-_INFER: dict[str, Callable[[Mapping[str, Any], Sequence[Meta]], Meta]] = {
-    "Input": _leaf, "Param": _leaf, "Constant": _leaf,
-    "Activation": _activation, "Binary": _binary, "Compare": _compare, "Where": _where, "Cast": _cast,
-    "Expand": _expand, "Reshape": _reshape, "Transpose": _transpose, "Reduce": _reduce, "MatMul": _matmul,
-    "BatchNormInference": lambda attrs, ins: _channels("BatchNormInference", ins),
-    "ReluBackward": _pointwise_backward, "ActivationBackward": _pointwise_backward,
-    "BatchNormInferenceBackwardInput": lambda attrs, ins: _channels("BatchNormInferenceBackwardInput", ins),
-    "BatchNormInferenceBackwardGamma": _per_channel("BatchNormInferenceBackwardGamma"),
-    "BatchNormInferenceBackwardBeta": _per_channel("BatchNormInferenceBackwardBeta"),
-}
+__all__ = ["Meta", "MAX_ELEMENTS", "broadcast_shapes", "check_shape", "infer", "check_attrs", "validate",
+           "validate_counting_keys", "validate_graph"]
 
 
 def infer(op: str, attrs: Mapping[str, Any], inputs: Sequence[Meta]) -> Meta:
     """The (shape, dtype) of an `op` node with these inputs; ValueError on a mismatch.
 
     Attributes are assumed checked (`check_attrs`) and the arity right. Leaves raise: theirs is declared."""
-    rule = _INFER.get(op)
-    if rule is None:
+    d = OPDEFS.get(op) if isinstance(op, str) else None
+    if d is None:
         raise ValueError(f"unknown op {_r(op)}")
-    return rule(attrs, inputs)
-
-
-# ---- attributes ---------------------------------------------------------------------------------
-
-
-def check_shape(value: Any, what: str = "shape") -> tuple[int, ...]:
-    """A shape as written in a document: a list of non-negative ints of a sane element count."""
-    if not _is_int_list(value):
-        raise ValueError(f"{what} {_r(value)} is not a list of non-negative integers")
-    if any(d < 0 for d in value):
-        hint = " (-1 is not allowed: give every dimension)" if -1 in value else ""
-        raise ValueError(f"{what} {_r(value)} has a negative dimension{hint}")
-    count = 1
-    for d in value:  # stops early: a shape of a million huge dims is rejected in linear time
-        count = min(count * d, MAX_ELEMENTS + 1)
-    if count > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in value):
-        raise ValueError(f"{what} {_r(value)} is too large (over 2**62 elements, or a dimension over 2**62)")
-    return tuple(value)
-
-
-def _one_of(choices: Sequence[str], what: str) -> Callable[[Any], None]:
-    def check(v: Any) -> None:
-        if not isinstance(v, str) or v not in choices:
-            raise ValueError(f"unknown {what} {_r(v)} (expected one of {', '.join(choices)})")
-    return check
-
-
-def _attr(key: str, ok: Callable[[Any], bool], expected: str) -> Callable[[Any], None]:
-    def check(v: Any) -> None:
-        if not ok(v):
-            raise ValueError(f"attribute {_r(key)} must be {expected}, got {_r(v)}")
-    return check
-
-
-def _is_eps(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-
-
-def _shape_attr(v: Any) -> None:
-    check_shape(v, "attribute 'shape'")
-
-
-_NAME = _attr("name", lambda v: isinstance(v, str) and v != "", "a non-empty string")
-_EPS = _attr("eps", _is_eps, "a finite number >= 0")
-_KIND = _one_of(ops.ACTIVATION_KINDS, "kind")
-_INT_LIST = "a list of integers"
-_ATTR_CHECKS: dict[str, dict[str, Callable[[Any], None]]] = {
-    "Input": {"name": _NAME}, "Param": {"name": _NAME},
-    "Constant": {"value": lambda v: None},  # checked against the node's shape and dtype by _constant
-    "Activation": {"kind": _KIND},
-    "Binary": {"op": _one_of(ops.BINARY_OPS, "binary op")},
-    "Compare": {"op": _one_of(ops.COMPARE_OPS, "compare op")},
-    "Cast": {"to": _one_of(tuple(DTYPES), "'to' dtype")},
-    "Expand": {"shape": _shape_attr}, "Reshape": {"shape": _shape_attr},
-    "Transpose": {"perm": _attr("perm", _is_int_list, _INT_LIST)},
-    "Reduce": {"op": _one_of(ops.REDUCE_OPS, "reduce op"), "axes": _attr("axes", _is_int_list, _INT_LIST),
-               "keep_dim": _attr("keep_dim", lambda v: isinstance(v, bool), "true or false")},
-    "ActivationBackward": {"kind": _KIND, "wrt": _one_of(ops.WRT, "wrt")},
-    "BatchNormInference": {"eps": _EPS}, "BatchNormInferenceBackwardInput": {"eps": _EPS},
-    "BatchNormInferenceBackwardGamma": {"eps": _EPS},
-}
+    if d.infer is None:
+        raise ValueError("a leaf has no inputs to infer from: its shape and dtype are declared")
+    return d.infer(attrs, inputs)
 
 
 def check_attrs(op: str, attrs: Mapping[str, Any], inputs: Sequence[Meta] | None = None) -> None:
     """The attributes of an `op` node: keys, types and values; with `inputs`, also their fit to them."""
-    spec = ops.OPS.get(op)
-    if spec is None:
+    d = OPDEFS.get(op) if isinstance(op, str) else None
+    if d is None:
         raise ValueError(f"unknown op {_r(op)}")
+    declared = {a.name for a in d.attrs}
     for key in attrs:
-        if key not in spec.attrs:
-            takes = ", ".join(spec.attrs) or "no attributes"
+        if key not in declared:
+            takes = ", ".join(a.name for a in d.attrs) or "no attributes"
             raise ValueError(f"unknown attribute {_r(key)} ({op} takes {takes})")
-    for key, required in spec.attrs.items():
-        if key in attrs:
-            _ATTR_CHECKS[op][key](attrs[key])
-        elif required:
-            raise ValueError(f"missing attribute {_r(key)}")
-    if attrs.get("wrt") == "output" and attrs["kind"] not in ops.OUTPUT_FORM_KINDS:
-        raise ValueError(f"wrt 'output' is not defined for kind {_r(attrs['kind'])} "
-                         f"(only {', '.join(ops.OUTPUT_FORM_KINDS)})")
-    if inputs is not None and op not in ops.LEAF_OPS:
-        infer(op, attrs, inputs)
+    for a in d.attrs:
+        if a.name in attrs:
+            a.check(attrs[a.name])
+        elif a.required:
+            raise ValueError(f"missing attribute {_r(a.name)}")
+    if d.check is not None:
+        d.check(attrs)
+    if inputs is not None and d.infer is not None:
+        d.infer(attrs, inputs)
 
 
 def _leaves(value: Any, shape: tuple[int, ...]) -> list[Any]:

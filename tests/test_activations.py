@@ -1,6 +1,6 @@
-"""The activation kinds' math (egraph_lower.activations): f, f' and the wrt: output forms, in float64.
+"""The activation kinds' math (egraph_lower/opdefs/kinds.py): f, f' and the wrt: output forms, in float64.
 
-References here are independent of activations.py: scalar `math` formulas and
+References here are independent of opdefs/kinds.py: scalar `math` formulas and
 central finite differences in float64. The Activation and ActivationBackward
 nodes (rounding once to the node's dtype) are tested in test_evaluate.py.
 """
@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from egraph_lower.activations import activation, activation_grad, activation_grad_from_output
+from egraph_lower.evaluate import activation, activation_grad, activation_grad_from_output
 from egraph_lower.errors import LowerError
 from egraph_lower.ops import ACTIVATION_KINDS, OUTPUT_FORM_KINDS
 

@@ -23,12 +23,14 @@ from typing import Any
 
 from ..errors import BackendError, LowerError
 from ..graph import Node, read_text
+from ..opdefs import OPDEFS
 from ..ops import ACTIVATION_KINDS, OPS
 from .cost import CostModel
 
 BUILTIN = ("cpu", "mlx", "metal", "tpu", "wgpu")
 _KEYS = {"name", "description", "ops", "activation_kinds", "backward_kinds", "cost"}
 _COST_KEYS = {"launch", "byte", "flop", "view", "weights"}
+_KINDED = tuple(name for name, d in OPDEFS.items() if d.kinded)  # Activation, ActivationBackward
 
 
 @dataclass(frozen=True)
@@ -41,14 +43,16 @@ class Backend:
     cost: CostModel
 
     def runs(self, op: str, kind: str | None = None) -> bool:
-        """Whether a kernel exists for `op` (of `kind`, for the activation ops)."""
+        """Whether a kernel exists for `op` (of `kind`, for the ops whose kinds backends list)."""
         if op not in self.ops:
             return False
-        if op == "Activation":
-            return kind in self.activation_kinds
-        if op == "ActivationBackward":
-            return kind in self.backward_kinds
+        if op in _KINDED:
+            return kind in self._kinds(op)
         return True
+
+    def _kinds(self, op: str) -> frozenset[str]:
+        """The kinds of a kinded op it runs: `backward_kinds` for a backward op, else `activation_kinds`."""
+        return self.backward_kinds if OPDEFS[op].backward else self.activation_kinds
 
     def runs_node(self, node: Node) -> bool:
         return self.runs(node.op, node.attrs.get("kind"))
@@ -57,9 +61,9 @@ class Backend:
     def missing(self) -> frozenset[str]:
         """Labels (`Activation.Erf`, `ReluBackward`, ...) of what this backend lacks."""
         out = {op for op in OPS if op not in self.ops}
-        for op, kinds in (("Activation", self.activation_kinds), ("ActivationBackward", self.backward_kinds)):
+        for op in _KINDED:
             if op in self.ops:
-                out |= {f"{op}.{k}" for k in ACTIVATION_KINDS if k not in kinds}
+                out |= {f"{op}.{k}" for k in ACTIVATION_KINDS if k not in self._kinds(op)}
         return frozenset(out)
 
     def summary(self) -> str:

@@ -35,7 +35,7 @@ def program(rules: Sequence[Rule]) -> str:
     parts.append(f"(rule (({_relation(LEAF)} i)) ((union ({REF} i) ({LEAF} i))) :ruleset {LOAD} :name \"load-leaf\")")
     for c in CTORS.values():
         names = [f"f{k}" for k in range(len(c.fields))] + [f"c{k}" for k in range(c.arity)]
-        sorts = [s for _, s in c.fields] + ["i64"] * c.arity
+        sorts = [f.sort for f in c.fields] + ["i64"] * c.arity
         parts.append(f"(relation {_relation(c.name)} (i64 {' '.join(sorts)}))")
         term = " ".join([f"f{k}" for k in range(len(c.fields))] + [f"({REF} c{k})" for k in range(c.arity)])
         parts.append(

@@ -3,7 +3,7 @@
 Groups:
 - `backward`  a backward op expanded into other ops;
 - `relation`  relates two forms of the same gradient (input/output form, ReluBackward);
-- `forward`   a forward op in terms of others (for wgpu's missing activations).
+- `forward`   a forward op in terms of others (for wgpu's missing activations, Softmax).
 
 A rule runs only for targets that lack what it rewrites away (`select`).
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import activations, batchnorm, forward
+from . import activations, batchnorm, forward, softmax
 from .dsl import Rule
 
-ALL_RULES: tuple[Rule, ...] = activations.RULES + batchnorm.RULES + forward.RULES
+ALL_RULES: tuple[Rule, ...] = activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

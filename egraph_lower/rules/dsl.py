@@ -2,6 +2,7 @@
 
 A rule is written once, in this notation, and both the e-graph (as an egglog
 `rewrite`) and the numerical checker (as two expressions to evaluate) read it.
+Every head is declared with its op (`opdefs/`, `Ctor.heads`):
 
     (+ a b) (- a b) (* a b) (/ a b) (max a b) (min a b) (pow a b)   Binary
     (== a b) (!= a b) (< a b) (<= a b) (> a b) (>= a b)              Compare
@@ -15,12 +16,20 @@ A rule is written once, in this notation, and both the e-graph (as an egglog
     (BnBackwardGamma eps axes x mean var dy)
     (BnBackwardBeta axes dy)
     (sum axes e)                           Reduce Sum over `axes`, keep_dim false
+    (Reduce.Op axes keep e)                Reduce Sum, Mean, Max or Min over `axes`,
+                                           keep_dim `keep` (0 or 1)
+    (Cast to x) (Expand shape x) (Reshape shape x) (Transpose perm x) (MatMul a b)
     (lit eps)                              the primitive `eps` as a broadcast scalar
     1.5, -3, 0                             broadcast scalar literals
     x, dy, ...                             pattern variables (lower case)
 
-`eps` and `axes` are primitive variables: they only appear as the first
-arguments of the batch-norm forms, `sum` and `lit`.
+The first arguments of a head are its constructor's primitive fields that the
+head does not fix (in field order), each a primitive variable (lower case: `eps`,
+`axes`, `keep`), an integer (`0`, `1`: an i64 field) or a list literal without
+spaces (`[-1]`, `[0,1]`: a String field). A loaded node's axes are normalised
+(sorted, each in [0, rank)), so an lhs should bind axes by a variable; a literal
+like `[-1]` is for the rhs, where the checker and the back-conversion read it as
+NumPy does.
 """
 
 from __future__ import annotations
@@ -30,24 +39,7 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from ..egraph.language import CTORS
-from ..ops import ACTIVATION_KINDS
-
-BINARY = {"+": "Add", "-": "Sub", "*": "Mul", "/": "Div", "max": "Max", "min": "Min", "pow": "Pow"}
-COMPARE = {"==": "Eq", "!=": "Ne", "<": "Lt", "<=": "Le", ">": "Gt", ">=": "Ge"}
-# head -> (constructor, number of primitive parameters, number of children)
-SPECIAL = {
-    "where": ("Where", 0, 3),
-    "ReluBackward": ("ReluBwd", 0, 2),
-    "Backward": ("ActBwd", 1, 2),
-    "BackwardOut": ("ActBwdOut", 1, 2),
-    "BatchNorm": ("BN", 1, 5),
-    "BnBackwardInput": ("BnBwdInput", 1, 5),
-    "BnBackwardGamma": ("BnBwdGamma", 2, 4),
-    "BnBackwardBeta": ("BnBwdBeta", 1, 1),
-    "sum": ("Reduce", 1, 1),
-    "lit": ("Scalar", 1, 0),
-}
-
+from ..opdefs import HEADS, OPDEFS
 
 @dataclass(frozen=True)
 class Var:
@@ -62,7 +54,8 @@ class Lit:
 @dataclass(frozen=True)
 class App:
     ctor: str  # egglog constructor (language.CTORS, or Scalar for `lit`)
-    params: tuple[str, ...]  # primitive parameters: a kind / op name (quoted in egglog) or a variable
+    params: tuple[str, ...]  # its primitive fields: a kind / op name or list literal (quoted in egglog),
+    # an integer, or a variable
     args: tuple["Term", ...]
 
     @property
@@ -71,15 +64,23 @@ class App:
         `Activation.Erf`, `ActivationBackward.Gelu` (both forms), `Binary`, `BatchNormInference`."""
         if self.ctor == "Scalar":
             return "Constant"
-        op = CTORS[self.ctor].op
-        if self.ctor in ("Act", "ActBwd", "ActBwdOut"):
-            return f"{op}.{self.params[0]}"
-        return op
+        c = CTORS[self.ctor]
+        if OPDEFS[c.op].kinded:
+            return f"{c.op}.{self.params[[f.name for f in c.fields].index('kind')]}"
+        return c.op
 
 
 Term = Union[Var, Lit, App]
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 _NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+_INT_LIST = re.compile(r"\[(-?\d+(,-?\d+)*)?\]$")
+
+
+@dataclass(frozen=True)
+class _ListLit:
+    """A list literal (`[-1]`), allowed only as a primitive argument."""
+
+    text: str
 
 
 def _tokens(text: str) -> list[str]:
@@ -99,6 +100,8 @@ def parse(text: str, lets: dict[str, Term] | None = None) -> Term:
                 raise SyntaxError(f"unexpected ')' in {text!r}")
             if _NUMBER.match(tok):
                 return Lit(float(tok))
+            if _INT_LIST.match(tok):
+                return _ListLit(tok)  # type: ignore[return-value]
             if lets and tok in lets:
                 return lets[tok]
             if not tok[0].islower():
@@ -113,43 +116,42 @@ def parse(text: str, lets: dict[str, Term] | None = None) -> Term:
         return _app(head, items, text)
 
     result = term()
+    if isinstance(result, _ListLit):
+        raise SyntaxError(f"a list literal is not an expression: {text!r}")
     if pos != len(tokens):
         raise SyntaxError(f"trailing tokens in {text!r}")
     return result
 
 
 def _app(head: str, items: list, text: str) -> App:
-    def args(n: int, skip: int = 0) -> tuple[Term, ...]:
-        rest = items[skip:]
-        if len(rest) != n:
-            raise SyntaxError(f"({head} ...) takes {skip + n} arguments in {text!r}")
-        return tuple(rest)
+    if head == "lit":
+        if len(items) != 1 or not isinstance(items[0], Var):
+            raise SyntaxError(f"(lit ...) takes one primitive variable in {text!r}")
+        return App("Scalar", (items[0].name,), ())
+    if head not in HEADS:
+        raise SyntaxError(f"unknown head {head!r} in {text!r}")
+    ctor, spelled = HEADS[head]
+    fixed = dict(spelled.fixed)
+    free = [f for f in ctor.fields if f.name not in fixed]
+    if len(items) != len(free) + ctor.arity:
+        raise SyntaxError(f"({head} ...) takes {len(free) + ctor.arity} arguments in {text!r}")
+    given = iter(items[:len(free)])
+    params = tuple(str(fixed[f.name]) if f.name in fixed else _param(head, next(given), text) for f in ctor.fields)
+    args = tuple(items[len(free):])
+    for a in args:
+        if isinstance(a, _ListLit):
+            raise SyntaxError(f"({head} ...): a list literal {a.text} is not an expression in {text!r}")
+    return App(ctor.name, params, args)
 
-    def param(item: object) -> str:
-        if isinstance(item, Var):
-            return item.name
-        raise SyntaxError(f"({head} ...) needs a primitive variable first in {text!r}")
 
-    if head in BINARY:
-        return App("Bin", (BINARY[head],), args(2))
-    if head in COMPARE:
-        return App("Cmp", (COMPARE[head],), args(2))
-    if head in ACTIVATION_KINDS:
-        return App("Act", (head,), args(1))
-    if head in ("Backward", "BackwardOut"):
-        raise SyntaxError(f"write ({head}.Kind ...) with the activation kind in the head, in {text!r}")
-    if head.startswith(("Backward.", "BackwardOut.")):
-        base, kind = head.split(".", 1)
-        if kind not in ACTIVATION_KINDS:
-            raise SyntaxError(f"unknown activation kind {kind!r} in {text!r}")
-        return App(SPECIAL[base][0], (kind,), args(2))
-    if head in SPECIAL:
-        ctor, n_params, n_args = SPECIAL[head]
-        params = tuple(param(i) for i in items[:n_params])
-        if head == "sum":
-            return App("Reduce", ("Sum",) + params + ("0",), args(n_args, n_params))
-        return App(ctor, params, args(n_args, n_params))
-    raise SyntaxError(f"unknown head {head!r} in {text!r}")
+def _param(head: str, item: object, text: str) -> str:
+    if isinstance(item, Var):
+        return item.name
+    if isinstance(item, _ListLit):
+        return item.text
+    if isinstance(item, Lit) and item.value == int(item.value):
+        return str(int(item.value))
+    raise SyntaxError(f"({head} ...) needs a primitive variable or literal first in {text!r}")
 
 
 def variables(t: Term) -> set[str]:

@@ -1,7 +1,8 @@
 """Each op of the format as a PyTorch function, with the format's semantics.
 
-The exporter emits one FX call per format node, to the function here named after
-the op; attributes are keyword arguments. The semantics follow the reference
+The exporter emits one FX call per format node, to the function here that the op's
+declaration names (`OpDef.torch`); attributes are keyword arguments. The activation
+kinds are `opdefs/kinds.py`'s formulas, evaluated over `TorchOps`. The semantics follow the reference
 evaluator (`egraph_lower.evaluate`): the spec's conventions where a derivative is not
 defined, `f'(nan) = nan` for every kind, integer Div truncating (x / 0 = 0), Cast
 truncating and saturating, Reduce over no axes the identity. Values are computed in
@@ -15,133 +16,66 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
+from ..opdefs import OPDEFS
+from ..opdefs import kinds as K
 from .common import FORMAT_TO_TORCH
 
-_SQRT1_2 = 1.0 / math.sqrt(2.0)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_GELU_C = math.sqrt(2.0 / math.pi)
-_GELU_A = 0.044715
+class TorchOps:
+    """The array namespace of `opdefs/kinds.py` over torch, computing in the dtype of the tensor it
+    was made for (Python scalars become 0-d tensors of that dtype)."""
 
+    exp = staticmethod(torch.exp)
+    expm1 = staticmethod(torch.expm1)
+    log = staticmethod(torch.log)
+    log1p = staticmethod(torch.log1p)
+    sqrt = staticmethod(torch.sqrt)
+    tanh = staticmethod(torch.tanh)
+    sin = staticmethod(torch.sin)
+    cos = staticmethod(torch.cos)
+    tan = staticmethod(torch.tan)
+    atan = staticmethod(torch.atan)
+    abs = staticmethod(torch.abs)
+    floor = staticmethod(torch.floor)
+    ceil = staticmethod(torch.ceil)
+    rint = staticmethod(torch.round)  # half to even
+    isinf = staticmethod(torch.isinf)
+    isnan = staticmethod(torch.isnan)
+    neg = staticmethod(torch.neg)
+    erf = staticmethod(torch.erf)
+    erfc = staticmethod(torch.erfc)
 
-def _sigmoid_prod(x: Tensor) -> Tensor:
-    """sigmoid(x) * sigmoid(-x) without cancellation."""
-    e = torch.exp(-torch.abs(x))
-    return e / ((1.0 + e) * (1.0 + e))
+    def __init__(self, like: Tensor) -> None:
+        self.dtype, self.device = like.dtype, like.device
 
+    def _t(self, v: Any) -> Tensor:
+        return v if isinstance(v, Tensor) else torch.tensor(v, dtype=self.dtype, device=self.device)
 
-def _softplus(x: Tensor) -> Tensor:
-    return torch.clamp_min(x, 0.0) + torch.log1p(torch.exp(-torch.abs(x)))
+    @staticmethod
+    def is_float(x: Tensor) -> bool:
+        return x.is_floating_point()
 
+    @staticmethod
+    def sign(x: Tensor) -> Tensor:
+        return torch.where(torch.isnan(x), x, torch.sign(x)) if x.is_floating_point() else torch.sign(x)
 
-def _sech2(x: Tensor) -> Tensor:
-    return 4.0 * _sigmoid_prod(2.0 * x)
+    def where(self, cond: Tensor, a: Any, b: Any) -> Tensor:
+        return torch.where(cond, self._t(a), self._t(b))
 
+    def maximum(self, a: Tensor, b: Any) -> Tensor:
+        return torch.maximum(a, self._t(b))
 
-def _xmul(x: Tensor, g: Tensor) -> Tensor:
-    """x * g, with the limit 0 where x is infinite and g is 0."""
-    return torch.where(torch.isinf(x) & (g == 0), torch.zeros_like(g), x * g)
+    def minimum(self, a: Tensor, b: Any) -> Tensor:
+        return torch.minimum(a, self._t(b))
 
+    @staticmethod
+    def clip(x: Tensor, lo: float, hi: float) -> Tensor:
+        return torch.clamp(x, lo, hi)
 
-def _gelu_approx_grad(x: Tensor) -> Tensor:
-    u = _GELU_C * (x + _GELU_A * (x * x * x))
-    s = _sigmoid_prod(2.0 * u)
-    du = _GELU_C * (1.0 + 3.0 * _GELU_A * (x * x))
-    g = torch.where(s == 0, torch.zeros_like(s), 2.0 * s * du)
-    return torch.sigmoid(2.0 * u) + _xmul(x, g)
-
-
-def _positive(x: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
-    pos = x > 0
-    return torch.where(pos, fn(torch.where(pos, x, torch.ones_like(x))), torch.zeros_like(x))
-
-
-def _mish_grad(x: Tensor) -> Tensor:
-    sp = _softplus(x)
-    return torch.tanh(sp) + _xmul(x, _sech2(sp) * torch.sigmoid(x))
-
-
-ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
-    "Gelu": F.gelu,
-    "GeluApprox": lambda x: F.gelu(x, approximate="tanh"),
-    "Silu": F.silu,
-    "Relu": torch.relu,
-    "Sigmoid": torch.sigmoid,
-    "Tanh": torch.tanh,
-    "Exp": torch.exp,
-    "Log": torch.log,
-    "Sqrt": torch.sqrt,
-    "Rsqrt": torch.rsqrt,
-    "Neg": torch.neg,
-    "Abs": torch.abs,
-    "Sin": torch.sin,
-    "Cos": torch.cos,
-    "Tan": torch.tan,
-    "Atan": torch.atan,
-    "Recip": torch.reciprocal,
-    "Round": torch.round,  # half to even, like the format
-    "Floor": torch.floor,
-    "Ceil": torch.ceil,
-    "Sign": lambda x: torch.where(torch.isnan(x), x, torch.sign(x)) if x.is_floating_point() else torch.sign(x),
-    "Softplus": _softplus,  # exact: torch's F.softplus is linear above its threshold
-    "Elu": F.elu,
-    "Erf": torch.erf,
-    "HardSwish": F.hardswish,
-    "HardSigmoid": F.hardsigmoid,
-    "Mish": F.mish,
-    "Softsign": F.softsign,
-    "LogSigmoid": F.logsigmoid,
-}
-
-# f'(x) of each kind, with the spec's conventions where it is not defined
-DERIVATIVES: dict[str, Callable[[Tensor], Tensor]] = {
-    "Gelu": lambda x: 0.5 * torch.erfc(-x * _SQRT1_2) + _xmul(x, torch.exp(-0.5 * x * x) * _INV_SQRT_2PI),
-    "GeluApprox": _gelu_approx_grad,
-    "Silu": lambda x: torch.sigmoid(x) + _xmul(x, _sigmoid_prod(x)),
-    "Relu": lambda x: (x > 0).to(x.dtype),
-    "Sigmoid": _sigmoid_prod,
-    "Tanh": _sech2,
-    "Exp": torch.exp,
-    "Log": torch.reciprocal,
-    "Sqrt": lambda x: _positive(x, lambda v: 0.5 / torch.sqrt(v)),
-    "Rsqrt": lambda x: _positive(x, lambda v: -0.5 / (v * torch.sqrt(v))),
-    "Neg": lambda x: -torch.ones_like(x),
-    "Abs": torch.sign,
-    "Sin": torch.cos,
-    "Cos": lambda x: -torch.sin(x),
-    "Tan": lambda x: 1.0 + torch.tan(x) ** 2,
-    "Atan": lambda x: 1.0 / (1.0 + x * x),
-    "Recip": lambda x: -1.0 / (x * x),
-    "Round": torch.ones_like,  # straight-through
-    "Floor": torch.zeros_like,
-    "Ceil": torch.zeros_like,
-    "Sign": torch.zeros_like,
-    "Softplus": torch.sigmoid,
-    "Elu": lambda x: torch.where(x > 0, torch.ones_like(x), torch.exp(x)),
-    "Erf": lambda x: _TWO_OVER_SQRT_PI * torch.exp(-(x * x)),
-    "HardSwish": lambda x: torch.where(x <= -3.0, torch.zeros_like(x),
-                                       torch.where(x < 3.0, x / 3.0 + 0.5, torch.ones_like(x))),
-    "HardSigmoid": lambda x: torch.where((x > -3.0) & (x < 3.0), torch.full_like(x, 1.0 / 6.0),
-                                         torch.zeros_like(x)),
-    "Mish": _mish_grad,
-    "Softsign": lambda x: 1.0 / ((1.0 + torch.abs(x)) * (1.0 + torch.abs(x))),
-    "LogSigmoid": lambda x: torch.sigmoid(-x),
-}
-
-# the derivative written in y = f(x) (wrt: output)
-DERIVATIVES_FROM_OUTPUT: dict[str, Callable[[Tensor], Tensor]] = {
-    "Sigmoid": lambda y: y * (1.0 - y),
-    "Tanh": lambda y: 1.0 - y * y,
-    "Exp": lambda y: y,
-    "Relu": lambda y: (y > 0).to(y.dtype),
-    "Sqrt": lambda y: _positive(y, lambda v: 1.0 / (2.0 * v)),
-    "Rsqrt": lambda y: torch.where(y > 0, -(y * y * y) / 2.0, torch.zeros_like(y)),
-    "Recip": lambda y: -(y * y),
-    "Elu": lambda y: torch.where(y > 0, torch.ones_like(y), y + 1.0),
-}
+    @staticmethod
+    def full_like(x: Tensor, v: float) -> Tensor:
+        return torch.full_like(x, v)
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -155,13 +89,11 @@ def constant(value: Tensor, shape: Sequence[int]) -> Tensor:
 
 
 def activation(x: Tensor, kind: str) -> Tensor:
-    return ACTIVATIONS[kind](x)
+    return K.value(TorchOps(x), K.BY_NAME[kind], x)
 
 
 def activation_backward(x: Tensor, dy: Tensor, kind: str, wrt: str = "input") -> Tensor:
-    g = (DERIVATIVES if wrt == "input" else DERIVATIVES_FROM_OUTPUT)[kind](x)
-    if x.is_floating_point():
-        g = torch.where(torch.isnan(x), torch.full_like(g, math.nan), g)
+    g = K.grad(TorchOps(x), K.BY_NAME[kind], x, output=wrt == "output")
     return (dy * g).to(dy.dtype)
 
 
@@ -303,27 +235,20 @@ def batch_norm_backward_beta(dy: Tensor) -> Tensor:
     return _all_but_last(dy).to(dy.dtype)
 
 
+def softmax(x: Tensor, axis: int) -> Tensor:
+    return torch.softmax(x, dim=axis)
+
+
+def softmax_backward(y: Tensor, dy: Tensor, axis: int) -> Tensor:
+    p = dy * y
+    return p - y * torch.sum(p, dim=axis, keepdim=True)
+
+
 def empty(like: Tensor | None, shape: Sequence[int], dtype: str) -> Tensor:
     """A fresh empty tensor (on the device of `like`)."""
     device = like.device if like is not None else None
     return torch.empty(tuple(shape), dtype=_dtype(dtype), device=device)
 
 
-KERNELS: dict[str, Callable[..., Any]] = {
-    "Activation": activation,
-    "ActivationBackward": activation_backward,
-    "ReluBackward": relu_backward,
-    "Binary": binary,
-    "Compare": compare,
-    "Where": where,
-    "Cast": cast,
-    "Expand": expand,
-    "Reshape": reshape,
-    "Transpose": transpose,
-    "Reduce": reduce,
-    "MatMul": matmul,
-    "BatchNormInference": batch_norm_inference,
-    "BatchNormInferenceBackwardInput": batch_norm_backward_input,
-    "BatchNormInferenceBackwardGamma": batch_norm_backward_gamma,
-    "BatchNormInferenceBackwardBeta": batch_norm_backward_beta,
-}
+# each op's function, as its declaration names it (`OpDef.torch`)
+KERNELS: dict[str, Callable[..., Any]] = {d.name: globals()[d.torch] for d in OPDEFS.values() if d.torch}

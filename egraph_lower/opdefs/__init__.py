@@ -1,0 +1,50 @@
+"""Every op of the format, declared once; the tables the stages use are derived from here.
+
+One module per op family (`leaves`, `activation`, `elementwise`, `layout`,
+`reduce`, `batchnorm`, `softmax`) declares its ops as `OpDef`s (`base.py` says what one
+holds). `register` collects them in the order of `FAMILIES` (the format's op
+table; a new family goes at the end, so the egglog program of the existing ops,
+and with it every lowering, stays as it was), and refuses a duplicate op,
+constructor or rule-notation head. ops.py's tables, validate's `infer`/`check_attrs`, evaluate's `apply`, the
+e-graph constructors (`egraph/language.py`), the rule notation's heads
+(`rules/dsl.py`), the checker's domains, `backends.Backend.missing`,
+`build.GraphBuilder.op` and the torch kernel table all read `OPDEFS`.
+`docs/extending.md` shows what adding an op takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from . import activation, batchnorm, elementwise, layout, leaves, reduce, softmax
+from .base import Ctor, Head, OpDef
+
+
+def register(defs: Iterable[OpDef]) -> dict[str, OpDef]:
+    """The declarations by name, in the order given."""
+    defs = list(defs)
+    out: dict[str, OpDef] = {}
+    ctors: set[str] = set()
+    heads: set[str] = set()
+    for d in defs:
+        if d.name in out:
+            raise ValueError(f"op {d.name!r} is declared twice")
+        for c in d.ctors:
+            if c.name in ctors:
+                raise ValueError(f"{d.name}: constructor {c.name!r} is declared twice")
+            ctors.add(c.name)
+            for h in c.heads:
+                if h.spelling in heads:
+                    raise ValueError(f"{d.name}: rule-notation head {h.spelling!r} is declared twice")
+                heads.add(h.spelling)
+        out[d.name] = d
+    return out
+
+
+FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, reduce.OPS, (batchnorm.FORWARD,),
+            activation.BACKWARD, batchnorm.BACKWARD, softmax.OPS)
+OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
+CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
+HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}
+
+__all__ = ["OPDEFS", "CTORS", "HEADS", "OpDef", "Ctor", "Head", "register"]
