@@ -18,13 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import GraphError, LowerError
-from .fast.collector import gc_paused
-from .fast.keys import attrs_key
+from .fast import collector, keys
 from .fast.nodes import without_init
-
-__all__ = ["FORMAT", "VERSION", "MAX_FILE_BYTES", "Node", "Graph", "new_node", "node_line", "parse_json",
-           "read_text", "load_graph", "write_atomic",
-           "attrs_key", "gc_paused"]  # the last two from fast/, imported from here by convert.py and lower.py
 
 FORMAT = "egraph-lower/graph"
 VERSION = 1
@@ -51,7 +46,10 @@ class Node:
         return d
 
 
+# The speed helpers the pipeline imports from here; fast/ defines them.
 new_node = without_init(Node)  # Node(...) in the hot loops of reading and converting graphs
+attrs_key = keys.attrs_key
+gc_paused = collector.gc_paused
 
 
 def node_line(n: Node) -> str:

@@ -15,5 +15,6 @@ Reading and writing stay on the standard library's `json`. orjson 3.8.3, measure
 chain (12.6 MB), parsed in 0.114 s against json's 0.131 s (best of 5, collector off), but it reads
 integers beyond 64 bits as floats (json keeps them exact), so the checks would no longer see the
 document as written; it cannot write the format's lines (", " separators, ASCII escapes) byte for
-byte, and it does not report duplicate keys either, so the colon count would stay.
+byte, and it does not report duplicate keys either, so the colon count would stay. Writing each
+line with json.dumps (`graph.node_line`) took 3 to 4 times as long as `writer.NodeLines` on that chain.
 """
