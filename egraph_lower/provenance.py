@@ -22,7 +22,6 @@ from .rules.dsl import App, Lit, Rule, Term, Var
 
 Binding = dict[str, Any]
 _KINDED = ("Act", "ActBwd", "ActBwdOut", "Bin", "Cmp")
-_WIDE = 16  # classes of more e-nodes are keyed one at a time
 
 
 def _head(ctor: str, fields: Sequence[Any]) -> tuple[str, str]:
@@ -44,8 +43,10 @@ def _params_fit(params: tuple[str, ...], fields: tuple[Any, ...], b: Binding) ->
 
 
 class Matcher:
-    def __init__(self, t: Tables, rules: Sequence[Rule]) -> None:
+    def __init__(self, t: Tables, rules: Sequence[Rule], wide: int = 16) -> None:
+        """`wide`: classes of more e-nodes than this are keyed one at a time by `shape_ids`."""
         self.t = t
+        self.wide = wide
         self.nodes = t.nodes_by_class()
         self._seen: dict[tuple[Any, ...], str | None] = {}
         # (lhs head, rhs head) -> rules
@@ -106,7 +107,7 @@ class Matcher:
         t = self.t
         kids = t.kids_array[chosen]
         has_kid = kids >= 0
-        shape = self._shapes(np.concatenate([classes, kids[has_kid]]))
+        shape = self.shape_ids(np.concatenate([classes, kids[has_kid]]))
         rows, inverse = distinct_rows(t.sig_array[chosen], shape[classes], np.where(has_kid, shape[np.maximum(kids, 0)], -2))
         first = np.full(len(rows), -1, dtype=np.int64)
         inverse = inverse.ravel()
@@ -114,9 +115,10 @@ class Matcher:
         answers = [self.rule_of(c, n) for c, n in zip(classes[first].tolist(), chosen[first].tolist())]
         return [answers[i] for i in inverse.tolist()]
 
-    def _shapes(self, classes: np.ndarray) -> np.ndarray:
-        """An id per class of its members' signatures (as a sorted multiset); -1 elsewhere.
-        Classes of up to `_WIDE` e-nodes are sorted and told apart as rows of a matrix; a
+    def shape_ids(self, classes: np.ndarray) -> np.ndarray:
+        """An id per class of `classes` (repeats allowed), equal for two classes exactly when
+        their members' signatures are the same multiset; -1 for every class not asked about.
+        Classes of up to `wide` e-nodes are sorted and told apart as rows of a matrix; a
         wider class (rare) as a tuple."""
         t = self.t
         members = self.nodes
@@ -127,7 +129,7 @@ class Matcher:
         sizes = starts[classes + 1] - starts[classes]
         out = np.full(t.n_classes, -1, dtype=np.int64)
         ids: dict[tuple[int, ...], int] = {}
-        narrow = (sizes > 0) & (sizes <= _WIDE)
+        narrow = (sizes > 0) & (sizes <= self.wide)
         few, size = classes[narrow], sizes[narrow]
         if len(few):
             owner = np.repeat(np.arange(len(few)), size)
@@ -139,7 +141,7 @@ class Matcher:
             row_ids = [ids.setdefault(tuple(v for v in row if v >= 0), len(ids)) for row in rows.tolist()]
             out[few] = np.array(row_ids, dtype=np.int64)[inverse]
         sig_l = t.sig
-        for c in classes[sizes > _WIDE].tolist():
+        for c in classes[sizes > self.wide].tolist():
             out[c] = ids.setdefault(tuple(sorted(sig_l[n] for n in members[c])), len(ids))
         return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 import egraph_lower as el
+from egraph_lower import cli, rules
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "egraph_lower" / "examples" / "mlp_step.json"
@@ -184,7 +186,18 @@ def test_exact_extractor_and_limits_from_the_command_line(tmp_path: Path) -> Non
 def test_rules_check_prints_the_table() -> None:
     r = run("rules", "--check")
     assert r.returncode == 0, r.stderr
-    assert "f32" in r.stdout and "gelu-bwd" in r.stdout
+    assert "f32" in r.stdout and "gelu-bwd" in r.stdout and r.stderr == ""
+
+
+def test_rules_check_fails_on_a_wrong_rule(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    good, other = rules.BY_NAME["sigmoid-bwd"], rules.BY_NAME["tanh-bwd"]
+    broken = dataclasses.replace(good, name="sigmoid-bwd-broken", rhs=other.rhs)  # tanh's derivative for sigmoid
+    monkeypatch.setattr(rules, "ALL_RULES", (good, broken))
+    assert cli.main(["rules", "--check"]) == 1
+    out, err = capsys.readouterr()
+    assert "sigmoid-bwd-broken" in out and "FAIL" in out  # the table is still printed
+    lines = err.strip().splitlines()
+    assert lines and all("rule sigmoid-bwd-broken fails" in line for line in lines), err
 
 
 @pytest.mark.parametrize("args", [["lower", str(EXAMPLE)], ["lower"], ["frobnicate"], ["lower", str(EXAMPLE), "-b", "metal", "--max-iterations", "x"]])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from importlib import resources
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ from egglog import bindings
 
 from egraph_lower import backends, rules
 from egraph_lower.egraph import tables
-from egraph_lower.egraph.language import REF
+from egraph_lower.egraph.language import REF, SCALAR
 from egraph_lower.egraph.load import load
 from egraph_lower.egraph.saturate import saturate
 from egraph_lower.graph import load_graph
@@ -71,29 +72,41 @@ class _Same:
 
 
 class _FakeEGraph:
+    """What `tables.read` uses of an e-graph: frozen rows of one constructor, and value decoding.
+    Expression values (children, e-classes) are plain ints."""
+
+    def __init__(self, ctor: str, sorts: tuple[str, ...], rows: list[tuple[list[Any], int]]) -> None:
+        fn = SimpleNamespace(output_sort="Expr", input_sorts=sorts,
+                             rows=[SimpleNamespace(inputs=inputs, output=out) for inputs, out in rows])
+        self.frozen = SimpleNamespace(functions={ctor: fn})
+
+    def freeze(self) -> SimpleNamespace:
+        return self.frozen
+
+    def value_to_i64(self, v: int) -> int:
+        return v
+
+    def value_to_f64(self, v: float) -> float:
+        return v
+
     def value_to_string(self, v: _Same) -> str:
         return v.text
 
-    value_to_i64 = value_to_f64 = value_to_string
-
 
 def test_strings_with_one_hash_are_still_told_apart() -> None:
-    decoder = tables._Decoder(_FakeEGraph())  # type: ignore[arg-type]
-    values = [_Same("b"), _Same("a"), _Same("b"), _Same("c")]
-    codes, distinct = decoder.codes("String", values)  # type: ignore[arg-type]
-    assert [distinct[c] for c in codes.tolist()] == ["b", "a", "b", "c"]
-    assert sorted(distinct) == ["a", "b", "c"]
+    rows = [([_Same(text), 0], c) for c, text in enumerate("babc", start=1)]
+    t = tables.read(_FakeEGraph("Act", ("String", "Expr"), rows))  # type: ignore[arg-type]
+    assert [t.fields[n] for n in range(t.n_nodes)] == [("b",), ("a",), ("b",), ("c",)]
+    assert [t.children[n] for n in range(t.n_nodes)] == [(0,)] * 4 and list(t.eclass) == [1, 2, 3, 4]
+    assert sorted(fields for _, fields in t.sigs) == [("a",), ("b",), ("c",)]
 
 
 def test_float_fields_keep_their_bits() -> None:
-    class Floats(_FakeEGraph):
-        def value_to_f64(self, v: float) -> float:  # type: ignore[override]
-            return v
-
-    codes, distinct = tables._Decoder(Floats()).codes("f64", [0.5, -0.0, 0.5, 1e300])  # type: ignore[arg-type]
-    got = [distinct[c] for c in codes.tolist()]
-    assert got == [0.5, -0.0, 0.5, 1e300] and np.signbit(got[1])
-    assert len(distinct) == 3
+    rows = [([v], c) for c, v in enumerate([0.5, -0.0, 0.5, 1e300])]
+    t = tables.read(_FakeEGraph(SCALAR, ("f64",), rows))  # type: ignore[arg-type]
+    got = [t.fields[n][0] for n in range(t.n_nodes)]
+    assert got == [0.5, -0.0, 0.5, 1e300] and [bool(np.signbit(v)) for v in got] == [False, True, False, False]
+    assert len(t.sigs) == 3
 
 
 def test_group_is_numpys_unique_on_either_path() -> None:

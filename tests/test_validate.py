@@ -16,7 +16,8 @@ from egraph_lower import ops
 from egraph_lower import validate as v
 from egraph_lower.errors import GraphError
 from egraph_lower.graph import Graph, Node
-from egraph_lower.validate import broadcast_shapes, check_attrs, infer, validate, validate_graph
+from egraph_lower.fast.validator import validate_counting_keys
+from egraph_lower.validate import broadcast_shapes, check_attrs, check_document, infer, validate, validate_graph
 
 # ---- building documents ---------------------------------------------------------------------------
 
@@ -535,15 +536,6 @@ def test_random_json_never_crashes(d: Any) -> None:
 # ---- the fast path and its memos: they decide nothing the node-by-node checks would not ------------
 
 
-def reference(d: Any) -> Graph:
-    """`validate` without its fast path: every node through `_node`, where every error is worded."""
-    v._check_top(d)
-    chk = v._Checker(lambda: {r["id"] for r in d["nodes"] if isinstance(r, dict) and v._is_int(r.get("id"))})
-    nodes = [v._node(raw, i, chk.ids, chk.metas, chk.feeds) for i, raw in enumerate(d["nodes"])]
-    v._check_outputs(d["outputs"], chk.metas)
-    return Graph(nodes, list(d["outputs"]), d.get("name"))
-
-
 def outcome(f: Any, *args: Any) -> Any:
     """What a call gives: the graph's nodes, outputs and name, or the error's type and words."""
     try:
@@ -554,10 +546,10 @@ def outcome(f: Any, *args: Any) -> Any:
 
 
 def same_as_reference(d: Any) -> Any:
-    want = outcome(reference, copy.deepcopy(d))
+    want = outcome(check_document, copy.deepcopy(d))  # the definition, node by node
     assert outcome(validate, d) == want
     taken = copy.deepcopy(d)  # what from_json does with a document it parsed: drop each node once read
-    assert outcome(lambda: v.validate_counting_keys(taken, consume=True)[0]) == want
+    assert outcome(lambda: validate_counting_keys(taken, consume=True)[0]) == want
     return want
 
 
@@ -565,7 +557,7 @@ def test_keys_are_counted() -> None:
     for d in (ALL_OPS, GOOD, doc(), _doubled(ALL_OPS)):
         text = json.dumps(d)
         assert ":" not in "".join(str(n.get("name", "")) for n in d["nodes"])
-        assert v.validate_counting_keys(json.loads(text))[1] == text.count(":")
+        assert validate_counting_keys(json.loads(text))[1] == text.count(":")
 
 
 X, Y = inp(0, [4, 8]), inp(1, [4, 8], name="y")
