@@ -31,6 +31,8 @@ ROOT = Path(egraph_lower.__file__).parent
 KNOWN = {  # (importer, imported): see the docstring
     ("egraph_lower.graph", "egraph_lower.validate"),
     ("egraph_lower.graph", "egraph_lower.fast.reader"),
+    ("egraph_lower.graph", "egraph_lower.fast.writer"),
+    ("egraph_lower.validate", "egraph_lower.fast.validator"),
     ("egraph_lower.torch.aten", "egraph_lower.torch.aten_losses"),
     ("egraph_lower.torch.importer", "egraph_lower.torch.aten"),
 }
