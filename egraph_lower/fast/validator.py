@@ -1,10 +1,11 @@
 """Validation that checks what a graph repeats once.
 
 `validate_counting_keys(doc)` gives what `validate.check_document(doc)` gives, and raises what it
-raises; `validate_nodes(graph)` raises what `check_document(graph.to_dict())` raises. A graph repeats
-a few shapes and (op, attributes, input metas) combinations many times, and every check of a node's
-shape, attributes, inferred shape and dtype is a function of exactly those and its declared shape
-and dtype: each distinct combination is checked once (`_fast_path`). Any node the fast path cannot
+raises; `validate_nodes(graph)` raises what `check_document(graph.to_dict())` raises (for a graph
+`to_dict` can write). A graph repeats a few shapes and (op, attributes, input metas) combinations
+many times, and every check of a node's shape, attributes, inferred shape and dtype is a function of
+exactly those and its declared shape and dtype: each distinct combination is checked once
+(`_fast_path`; Input and Param nodes, each fed by its own name, every time). Any node it cannot
 pass quickly goes through `check_node`, where every error is worded. tests/test_validate.py holds
 both to the definition (`test_memos_pass_only_what_the_checks_pass`,
 `test_validate_is_the_node_by_node_checks`, `test_validate_graph_on_*`)."""
