@@ -20,9 +20,10 @@ from typing import Any
 from .errors import GraphError, LowerError
 from .fast import collector, keys
 from .fast.nodes import without_init
+from .versions import LATEST, required_version
 
 FORMAT = "egraph-lower/graph"
-VERSION = 1
+VERSION = LATEST  # the newest version this package reads and writes (versions.py)
 MAX_FILE_BYTES = 1 << 31
 
 
@@ -77,7 +78,7 @@ class Graph:
         return counts
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"format": FORMAT, "version": VERSION}
+        d: dict[str, Any] = {"format": FORMAT, "version": required_version(self.nodes)}
         if self.name is not None:
             d["name"] = self.name
         d["nodes"] = [n.to_dict() for n in self.nodes]
@@ -93,7 +94,7 @@ class Graph:
         the node lines `nodes_per_chunk` at a time, the tail."""
         from .fast.writer import node_line_chunks
 
-        head = {"format": FORMAT, "version": VERSION}
+        head = {"format": FORMAT, "version": required_version(self.nodes)}
         if self.name is not None:
             head["name"] = self.name
         yield "\n".join(["{", *(f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()), '  "nodes": [']) + "\n"

@@ -20,7 +20,8 @@ import numpy as np
 from . import ops
 from .dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES
 from .errors import GraphError
-from .graph import FORMAT, VERSION, Graph, Node
+from .graph import FORMAT, Graph, Node
+from .versions import VERSIONS, first_newer, what_is_newer
 from .opdefs import OPDEFS
 from .opdefs.base import Meta
 from .opdefs.meta import MAX_ELEMENTS, broadcast_shapes, check_shape
@@ -147,7 +148,17 @@ def check_document(doc: Any) -> Graph:
     seen = Seen(lambda: {r["id"] for r in doc["nodes"] if isinstance(r, dict) and _is_int(r.get("id"))})
     nodes = [check_node(raw, index, seen) for index, raw in enumerate(doc["nodes"])]
     check_outputs(doc["outputs"], seen.metas)
+    check_version(nodes, doc["version"])
     return Graph(nodes, list(doc["outputs"]), doc.get("name"))
+
+
+def check_version(nodes: list[Node], version: int) -> None:
+    """A document's nodes against the version it declares (versions.py): a version-1 document
+    holds only what version 1 has."""
+    n = first_newer(nodes, version)
+    if n is not None:
+        raise GraphError(f"{what_is_newer(n.op, n.attrs)} is new in version 2, but the document says version "
+                         f"{version} (write \"version\": 2)", node=n.id, op=n.op)
 
 
 class Seen:
@@ -179,8 +190,9 @@ def check_top(doc: Any) -> None:
             raise GraphError(f"missing top-level key {_r(key)}")
     if doc["format"] != FORMAT:
         raise GraphError(f"format is {_r(doc['format'])}, expected {FORMAT!r}")
-    if not _is_int(doc["version"]) or doc["version"] != VERSION:
-        raise GraphError(f"version is {_r(doc['version'])}; this reader knows version {VERSION}")
+    if not _is_int(doc["version"]) or doc["version"] not in VERSIONS:
+        known = " and ".join(str(v) for v in VERSIONS)
+        raise GraphError(f"version is {_r(doc['version'])}; this reader knows versions {known}")
     if "name" in doc and not isinstance(doc["name"], str):
         raise GraphError(f"the graph's name must be a string, got {_r(doc['name'])}")
     if not isinstance(doc["nodes"], list):

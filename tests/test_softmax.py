@@ -58,7 +58,7 @@ def test_softmax_backward_is_the_jacobian_transposed_times_dy() -> None:
                                                       (-3, "f32", "axis -3 is out of range"),
                                                       (-1, "i32", "Softmax needs a float dtype")])
 def test_bad_softmax_nodes_are_refused_in_one_line(axis: int, dtype: str, words: str) -> None:
-    doc = {"format": "egraph-lower/graph", "version": 1, "outputs": [1], "nodes": [
+    doc = {"format": "egraph-lower/graph", "version": 2, "outputs": [1], "nodes": [
         {"id": 0, "op": "Input", "attrs": {"name": "x"}, "inputs": [], "shape": [4, 6], "dtype": dtype},
         {"id": 1, "op": "Softmax", "attrs": {"axis": axis}, "inputs": [0], "shape": [4, 6], "dtype": dtype}]}
     with pytest.raises(GraphError, match=words) as e:

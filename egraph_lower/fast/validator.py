@@ -18,7 +18,8 @@ from typing import Any
 from .. import ops
 from ..dtypes import DTYPES
 from ..graph import FORMAT, VERSION, Graph, Node, new_node
-from ..validate import Meta, Seen, check_feed, check_node, check_outputs, check_shape, check_top, check_values
+from ..validate import (Meta, Seen, check_feed, check_node, check_outputs, check_shape, check_top, check_values,
+                        check_version)
 from .collector import gc_paused
 from .keys import attrs_key
 
@@ -69,6 +70,7 @@ def validate_counting_keys(doc: Any, consume: bool = False) -> tuple[Graph, int]
             if consume:
                 raw_nodes[len(nodes) - 1] = None
         check_outputs(outputs, seen.metas)
+        check_version(nodes, doc["version"])
         return Graph(nodes, list(outputs), doc.get("name")), count
 
 
