@@ -10,8 +10,10 @@ signature where it can (shapes repeat):
 - the passes: `pricing` (the new-work pricing), `tree` (the tree pass), `local_search`,
   `integer_program`; `extractors` names the extractors made of them and runs one
   (`extract`);
-- `selection`: the one selection type (`Extraction`, and `Selection` for switching
-  e-nodes in place); `walks`: the walks over e-classes they share.
+- `selection`: a choice of e-node per class, finished (`Extraction`, what every
+  extractor returns) or being changed in place with its reference counts
+  (`Selection`, which the local search and explore switch through); `walks`: the
+  walks over e-classes they all share.
 """
 
 from __future__ import annotations

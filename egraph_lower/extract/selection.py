@@ -1,4 +1,4 @@
-"""The one selection type: an e-node chosen per e-class the outputs reach.
+"""Selections: an e-node chosen per e-class the outputs reach, finished or being changed.
 
 `Extraction` is a finished selection (what every extractor returns): the choice,
 its DAG cost, the chosen classes children first where known, and whether it is
