@@ -18,11 +18,12 @@ from .convert import to_graph
 from .egraph import tables
 from .egraph.load import load
 from .egraph.tables import Tables
-from .egraph.saturate import Iteration, Limits, Saturation, saturate
-from .errors import IllegalGraphError
+from .egraph.saturate import FLAGS, Iteration, Limits, Saturation, saturate
+from .errors import IllegalGraphError, LowerError
 from .extract import (EXTRACTORS, ClassMetas, Costs, Decoded, Extraction, check_consistent, extract,
                       graph_cost, infer_metas)
 from .graph import Graph, Node, gc_paused
+from .memory import check_load
 from .provenance import Matcher
 from .rules.dsl import Rule
 
@@ -41,9 +42,10 @@ class Report:
     enodes: int
     rules_fired: dict[str, int]
     seconds: dict[str, float] = field(default_factory=dict)
+    error: str | None = None  # why a failed run made no graph (then `after` holds None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        return ({"error": self.error} if self.error is not None else {}) | {
             "graph": self.graph,
             "backend": self.backend,
             "before": self.before,
@@ -73,6 +75,14 @@ class Report:
             "  seconds " + "  ".join(f"{k} {s[k]:.3f}" for k in ("read", *STAGES, "write", "total") if k in s),
         ]
         return "\n".join(lines)
+
+
+class LoweringFailed(LowerError):
+    """A run that saturated but made no graph; `report` records how far it got and why."""
+
+    def __init__(self, message: str, report: Report) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 @dataclass
@@ -127,9 +137,11 @@ def saturate_graph(
     missing = frozenset().union(*(b.missing for b in targets))
     rules = rules_mod.select(missing)
     t0 = time.perf_counter()
+    check_load(len(graph.nodes))
     egraph = load(graph, rules)
     t1 = time.perf_counter()
-    sat = saturate(egraph, limits, progress, count_eclasses)
+    rewritten = frozenset(r.lowers.split(".")[0] for r in rules)
+    sat = saturate(egraph, limits, progress, count_eclasses, rewritten)
     t = tables.read(egraph)
     decoded = Decoded()
     metas = infer_metas(t, graph, decoded)
@@ -182,25 +194,46 @@ def _lower(graph: Graph, target: Backend, limits: Limits, progress: Callable[[It
     start = time.perf_counter()
     s = saturate_graph(graph, [target], limits, progress)
     seconds = dict(s.seconds)
-    t0 = time.perf_counter()
-    ex, _ = extract_for(s, target, extractor)
-    t1 = time.perf_counter()
-    out = convert_back(s, ex)
-    t2 = time.perf_counter()
-    check_consistent(s.tables, s.metas, ex.choice, s.decoded)
-    check_legal(out, target)
-    t3 = time.perf_counter()
+
+    def report(after: dict[str, Any], error: str | None = None) -> Report:
+        return Report(
+            graph=graph.name,
+            backend=target.name,
+            before={"nodes": len(graph.nodes), "cost": graph_cost(graph, target)},
+            after=after,
+            stop_reason=s.saturation.stop_reason,
+            iterations=len(s.saturation.iterations),
+            eclasses=s.tables.live_classes,
+            enodes=s.tables.n_nodes,
+            rules_fired={k: v for k, v in s.saturation.rule_matches.items() if v},
+            seconds=seconds,
+            error=error,
+        )
+
+    try:
+        t0 = time.perf_counter()
+        ex, _ = extract_for(s, target, extractor)
+        t1 = time.perf_counter()
+        out = convert_back(s, ex)
+        t2 = time.perf_counter()
+        check_consistent(s.tables, s.metas, ex.choice, s.decoded)
+        check_legal(out, target)
+        t3 = time.perf_counter()
+    except LowerError as e:
+        message = stopped_early(str(e), s.saturation)
+        seconds["total"] = time.perf_counter() - start
+        raise LoweringFailed(message, report({"nodes": None, "cost": None}, message)) from None
     seconds.update(extract=t1 - t0, convert=t2 - t1, check=t3 - t2, total=t3 - start)
-    report = Report(
-        graph=graph.name,
-        backend=target.name,
-        before={"nodes": len(graph.nodes), "cost": graph_cost(graph, target)},
-        after={"nodes": len(out.nodes), "cost": ex.cost},
-        stop_reason=s.saturation.stop_reason,
-        iterations=len(s.saturation.iterations),
-        eclasses=s.tables.live_classes,
-        enodes=s.tables.n_nodes,
-        rules_fired={k: v for k, v in s.saturation.rule_matches.items() if v},
-        seconds=seconds,
-    )
-    return LowerResult(out, report, s.saturation)
+    return LowerResult(out, report({"nodes": len(out.nodes), "cost": ex.cost}), s.saturation)
+
+
+def stopped_early(message: str, sat: Saturation) -> str:
+    """An extraction's error said again when a limit stopped saturation first: then a node it
+    names as not lowered may simply not have been reached, and the limit is what to change."""
+    flag = FLAGS.get(sat.stop_reason)
+    if flag is None or not ("no rule lowers it" in message or "no form the backend" in message):
+        return message  # saturated, or another failure: the message stands
+    what = message.split(": backend ")[0] if message.startswith("node ") else "an output"
+    n = len(sat.iterations)
+    why = f"; {sat.memory}" if sat.memory else f"; raise {flag}"
+    return f"{sat.stop_reason}: {what} was not yet lowered after {n} iteration{'' if n == 1 else 's'}{why}"

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BackendError, LowerError
-from ..graph import Node, read_text
+from ..graph import Node
+from ..reading import BACKEND_BYTES, read_text
 from ..ops import ACTIVATION_KINDS, OPS
 from .cost import CostModel
 
@@ -153,7 +154,7 @@ def load(name_or_path: str | Backend) -> Backend:
             f"unknown backend {name_or_path!r}: use one of {', '.join(BUILTIN)} or the path of a backend file"
         )
     try:
-        text = read_text(name_or_path, "backend")
+        text = read_text(name_or_path, "backend", BACKEND_BYTES)
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise BackendError(f"backend {name_or_path}: malformed JSON at line {e.lineno}: {e.msg}") from None

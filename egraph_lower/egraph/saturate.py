@@ -2,22 +2,45 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from egglog import bindings
 
-from .load import LOWER
+from ..errors import LowerError
+from ..memory import ENODE_BYTES, FIRST_GROWTH, enode_budget, size_text
+from .language import CTORS
+from .load import LOWER, relation
 
 STOP_REASONS = ("saturated", "iteration_limit", "node_limit", "time_limit")
 
 
+# The command-line flag of each limit, and the stop reason it causes.
+FLAGS = {"iteration_limit": "--max-iterations", "node_limit": "--max-enodes", "time_limit": "--timeout"}
+
+
 @dataclass(frozen=True)
 class Limits:
+    """Bounds on one saturation, checked when made (raises LowerError): `iterations` an integer
+    >= 0, `enodes` an integer >= 1, `seconds` a finite number > 0."""
+
     iterations: int = 30
     enodes: int = 20_000_000
     seconds: float = 120.0
+
+    def __post_init__(self) -> None:
+        def integer(v: object) -> bool:
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        if not integer(self.iterations) or self.iterations < 0:
+            raise LowerError(f"--max-iterations must be an integer >= 0, not {self.iterations!r}")
+        if not integer(self.enodes) or self.enodes < 1:
+            raise LowerError(f"--max-enodes must be an integer >= 1, not {self.enodes!r}")
+        seconds = self.seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (math.isfinite(seconds) and seconds > 0):
+            raise LowerError(f"--timeout must be a finite number of seconds > 0, not {seconds!r}")
 
 
 @dataclass
@@ -36,16 +59,31 @@ class Saturation:
     rule_matches: dict[str, int] = field(default_factory=dict)
     rule_seconds: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    memory: str | None = None  # why a `node_limit` came from the memory left, not --max-enodes
 
 
 _PRINT_SIZE = "(print-size)"
 
 
-def enode_count(egraph: bindings.EGraph) -> int:
-    """E-nodes over the expression constructors (not the loading relations, not `Ref`)."""
+def _sizes(egraph: bindings.EGraph) -> list[tuple[str, int]]:
     (out,) = egraph.run_program(*egraph.parse_program(_PRINT_SIZE))
     assert isinstance(out, bindings.PrintAllFunctionsSize)  # what (print-size) outputs
-    return sum(n for name, n in out.sizes if not name.startswith("Node") and name != "Ref")
+    return list(out.sizes)
+
+
+def enode_count(egraph: bindings.EGraph) -> int:
+    """E-nodes over the expression constructors (not the loading relations, not `Ref`)."""
+    return sum(n for name, n in _sizes(egraph) if not name.startswith("Node") and name != "Ref")
+
+
+def first_estimate(egraph: bindings.EGraph, rewritten: frozenset[str]) -> tuple[int, int]:
+    """E-nodes loaded, and expected after the first iteration, from the rows of the bulk load:
+    `FIRST_GROWTH` more for each row of a constructor whose format op some rule rewrites
+    (`rewritten`)."""
+    sizes = dict(_sizes(egraph))
+    grows = sum(sizes.get(relation(c.name), 0) for c in CTORS.values() if c.op in rewritten)
+    loaded = sum(n for name, n in sizes.items() if not name.startswith("Node") and name != "Ref")
+    return loaded, loaded + FIRST_GROWTH * grows
 
 
 def eclass_count(egraph: bindings.EGraph) -> int:
@@ -63,12 +101,27 @@ def saturate(
     limits: Limits = Limits(),
     progress: Callable[[Iteration], None] | None = None,
     count_eclasses: bool = False,
+    rewritten: frozenset[str] = frozenset(),
 ) -> Saturation:
-    """Run `lower` one iteration at a time until nothing changes or a limit is reached."""
+    """Run `lower` one iteration at a time until nothing changes or a limit is reached.
+
+    Before each iteration, the e-nodes it will leave are estimated (the first from the load's
+    rows, `first_estimate`; the next ones as many new e-nodes as the last iteration made); when
+    the memory left (`memory.enode_budget`) cannot hold them, saturation stops there with
+    `node_limit` and says so in `memory`. `rewritten`: the format ops the rules rewrite."""
     result = Saturation(stop_reason="saturated")
     start = time.perf_counter()
     run = egraph.parse_program(f"(run {LOWER} 1)")
+    budget = enode_budget()
+    before = after = 0
+    if budget is not None and limits.iterations:
+        before, after = first_estimate(egraph, rewritten)
     for index in range(1, limits.iterations + 1):
+        if budget is not None and after > budget:
+            result.stop_reason = "node_limit"
+            result.memory = (f"the e-graph would outgrow the memory left (about {after:,} e-nodes after iteration"
+                             f" {index}, {size_text(after * ENODE_BYTES)}; {size_text(budget * ENODE_BYTES)} left)")
+            break
         t0 = time.perf_counter()
         (out,) = egraph.run_program(*run)
         assert isinstance(out, bindings.RunScheduleOutput)  # what (run ...) outputs
@@ -84,6 +137,7 @@ def saturate(
         result.iterations.append(it)
         if progress:
             progress(it)
+        before, after = enodes, 2 * enodes - before  # the next iteration: as many new e-nodes again
         if not report.updated:
             result.stop_reason = "saturated"
             break
