@@ -16,7 +16,7 @@ from . import rules as rules_mod
 from .backends import Backend
 from .convert import to_graph
 from .egraph import tables
-from .egraph.load import load
+from .egraph.load import I64_IDS, dense_ids, load
 from .egraph.tables import Tables
 from .egraph.saturate import FLAGS, Iteration, Limits, Saturation, saturate
 from .errors import IllegalGraphError, LowerError
@@ -24,6 +24,7 @@ from .extract import (EXTRACTORS, ClassMetas, Costs, Decoded, Extraction, check_
                       graph_cost, infer_metas)
 from .graph import Graph, Node, gc_paused
 from .memory import check_load
+from .text import printable
 from .provenance import Matcher
 from .rules.dsl import Rule
 
@@ -65,7 +66,7 @@ class Report:
         s = self.seconds
         fired = sorted(self.rules_fired.items(), key=lambda kv: (-kv[1], kv[0]))
         lines = [
-            f"lowered {self.graph or 'graph'} for {self.backend}",
+            f"lowered {printable(self.graph or 'graph')} for {printable(self.backend)}",
             f"  before  {self.before['nodes']:>9,} nodes   cost {cost(self.before['cost'])}",
             f"  after   {self.after['nodes']:>9,} nodes   cost {cost(self.after['cost'])}",
             f"  e-graph {self.eclasses:,} e-classes, {self.enodes:,} e-nodes after {self.iterations} iterations"
@@ -113,13 +114,14 @@ def check_legal(graph: Graph, backend: Backend) -> None:
 class Saturated:
     """A graph's e-graph after saturation, read into tables: what every extraction starts from."""
 
-    graph: Graph
+    graph: Graph  # the graph loaded: the one given, or its `dense_ids` copy when its ids need it
     rules: tuple[Rule, ...]
     tables: Tables
     metas: ClassMetas
     decoded: Decoded
     saturation: Saturation
     seconds: dict[str, float]
+    given: Graph | None = None  # the graph given, when `graph` is its copy with dense ids
 
     @property
     def roots(self) -> list[int]:
@@ -138,6 +140,9 @@ def saturate_graph(
     rules = rules_mod.select(missing)
     t0 = time.perf_counter()
     check_load(len(graph.nodes))
+    given = graph
+    if graph.nodes and max(n.id for n in graph.nodes) >= I64_IDS:
+        graph = dense_ids(graph)
     egraph = load(graph, rules)
     t1 = time.perf_counter()
     rewritten = frozenset(r.lowers.split(".")[0] for r in rules)
@@ -146,25 +151,29 @@ def saturate_graph(
     decoded = Decoded()
     metas = infer_metas(t, graph, decoded)
     t2 = time.perf_counter()
-    return Saturated(graph, rules, t, metas, decoded, sat, {"load": t1 - t0, "saturate": t2 - t1})
+    return Saturated(graph, rules, t, metas, decoded, sat, {"load": t1 - t0, "saturate": t2 - t1},
+                     given if given is not graph else None)
 
 
 def extract_for(s: Saturated, backend: Backend, extractor: str = "greedy") -> tuple[Extraction, Costs]:
     """Stage extract: the cheapest legal choice per e-class for `backend`."""
     costs = Costs(s.tables, s.metas, backend, s.decoded)
-    describe = _Described(s.tables, s.graph)  # named only when a node has no form
+    describe = _Described(s.tables, s.graph, s.given or s.graph)  # named only when a node has no form
+    if not s.roots and extractor == "exact":
+        extractor = "greedy"  # nothing to choose: an integer program of no variables is not one SciPy solves
     return extract(s.tables, costs, s.roots, describe, extractor), costs
 
 
 class _Described(Sequence[tuple[int, str]]):
-    """(e-class, "node <id> (<op>)") per original node, in graph order, made when read."""
+    """(e-class, "node <id> (<op>)") per original node, in graph order, made when read; the id
+    is the given graph's (`given`), the class that of the node of the graph loaded."""
 
-    def __init__(self, t: Tables, graph: Graph) -> None:
-        self.t, self.nodes = t, graph.nodes
+    def __init__(self, t: Tables, graph: Graph, given: Graph) -> None:
+        self.t, self.nodes, self.given = t, graph.nodes, given.nodes
 
     def __getitem__(self, i: int) -> tuple[int, str]:  # type: ignore[override]
-        n = self.nodes[i]
-        return self.t.ref[n.id], f"node {n.id} ({_label(n)})"
+        n = self.given[i]
+        return self.t.ref[self.nodes[i].id], f"node {n.id} ({_label(n)})"
 
     def __len__(self) -> int:
         return len(self.nodes)

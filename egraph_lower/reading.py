@@ -29,8 +29,10 @@ def too_large(what: str, path: str, cap: int) -> LowerError:
     return LowerError(f"cannot read {what} {path!r}: larger than {_size(cap)}")
 
 
-def read_bytes(path: str | os.PathLike[str], what: str, cap: int) -> bytes:
-    """The bytes of `path`, or a LowerError when it is missing, unreadable or over `cap` bytes."""
+def read_bytes(path: str | os.PathLike[str], what: str, cap: int, text: bool = False) -> bytes:
+    """The bytes of `path`, or a LowerError when it is missing, unreadable or over `cap` bytes
+    (with `text`, also at the first NUL byte: a binary file, such as /dev/zero, is refused at
+    its first chunk)."""
     where = f"cannot read {what} {os.fspath(path)!r}"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -56,6 +58,8 @@ def read_bytes(path: str | os.PathLike[str], what: str, cap: int) -> bytes:
             part = os.read(fd, min(chunk, cap + 1 - got))
             if not part:
                 break
+            if text and b"\x00" in part:
+                raise LowerError(f"{where}: binary file, expected JSON text")
             parts.append(part)
             got += len(part)
     except OSError as e:
@@ -69,10 +73,8 @@ def read_bytes(path: str | os.PathLike[str], what: str, cap: int) -> bytes:
 
 def read_text(path: str | os.PathLike[str], what: str = "graph", cap: int = GRAPH_BYTES) -> str:
     """A file's text (UTF-8, no NUL bytes), read with `read_bytes`."""
-    data = read_bytes(path, what, cap)
+    data = read_bytes(path, what, cap, text=True)
     where = f"cannot read {what} {os.fspath(path)!r}"
-    if b"\x00" in data:
-        raise LowerError(f"{where}: binary file, expected JSON text")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
