@@ -21,7 +21,7 @@ from .egraph.saturate import Iteration, Limits
 from .errors import LowerError
 from .graph import load_graph
 from .lower import EXTRACTORS
-from .outputs import STDOUT, Outputs, write_stdout
+from .outputs import STDOUT, Outputs
 from .text import printable
 
 PROG = "egraph-lower"
@@ -44,13 +44,9 @@ def _progress(enabled: bool):  # type: ignore[no-untyped-def]
     return show
 
 
-def _say(text: str, to_stdout: bool) -> None:
+def _summary(text: str) -> str:
     """A summary for people: control characters of names shown escaped, never obeyed."""
-    text = printable(text, keep_newlines=True) + "\n"
-    if to_stdout:
-        write_stdout(text)
-    else:
-        sys.stderr.write(text)
+    return printable(text, keep_newlines=True) + "\n"
 
 
 def cmd_lower(args: argparse.Namespace) -> int:
@@ -58,9 +54,11 @@ def cmd_lower(args: argparse.Namespace) -> int:
 
     limits = _limits(args)
     output = args.output or STDOUT
+    summary_to_stdout = output != STDOUT and not args.quiet  # else it goes to stderr
     with Outputs() as out:
         out.add(output, "graph")
         out.add(args.report, "report")
+        out.add(STDOUT if summary_to_stdout else None, "summary")
         t0 = time.perf_counter()
         graph = load_graph(args.graph)
         backend = backends.load(args.backend)
@@ -82,9 +80,11 @@ def cmd_lower(args: argparse.Namespace) -> int:
         seconds = result.report.seconds
         seconds["read"], seconds["write"] = read, time.perf_counter() - t1
         out.write(args.report, json.dumps(result.report.to_dict(), indent=2) + "\n")
+        if summary_to_stdout:
+            out.write(STDOUT, _summary(result.report.summary()))
         out.commit()
-    if not args.quiet:
-        _say(result.report.summary(), to_stdout=output != STDOUT)
+    if output == STDOUT and not args.quiet:
+        sys.stderr.write(_summary(result.report.summary()))
     return 0
 
 
@@ -131,6 +131,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     with Outputs() as out:
         for path, what in ((args.json, "JSON report"), (args.html, "HTML report"), (args.dot, "DOT file")):
             out.add(path, what)
+        out.add(None if args.quiet else STDOUT, "summary")
         graph = load_graph(args.graph)
         compare = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
         progress = _progress(not args.quiet)
@@ -146,9 +147,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
             out.write(args.html, ex.to_html())
         if args.dot:
             out.write(args.dot, ex.to_dot())
+        if not args.quiet:
+            out.write(STDOUT, _summary(ex.summary()))
         out.commit()
-    if not args.quiet:
-        _say(ex.summary(), to_stdout=True)
     return 0
 
 

@@ -30,7 +30,7 @@ def read_npz(path: str | os.PathLike[str], cap: int = NPZ_BYTES) -> dict[str, np
     archive says its arrays take once inflated) raise a one-line LowerError.
     """
     where = f"cannot read arrays {os.fspath(path)!r}"
-    data = read_bytes(path, "arrays", cap)
+    data = read_bytes(path, "arrays", cap, magic=(b"PK", "an .npz archive (a zip file)"))
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:  # what each array inflates to, before inflating
             inflated = sum(info.file_size for info in archive.infolist())

@@ -25,10 +25,12 @@ What is promised:
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -39,6 +41,21 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (
           (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
 
 Data = str | bytes | Iterable[str]
+
+
+_DEFERRED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP held back while a file aside is made and recorded, or the
+    files renamed: an interruption then comes before or after, never between, so no file
+    aside escapes the cleanup and a renamed output is never reported as not written."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _describe(mode: int) -> str | None:
@@ -107,7 +124,8 @@ class Outputs:
         if key in self._files:
             raise LowerError(f"cannot write {what} {path!r}: the same file is named for two outputs")
         check_target(path, what)
-        self._files[key] = _open_aside(path, what)
+        with _signals_deferred():
+            self._files[key] = _open_aside(path, what)
 
     def write(self, path: str | os.PathLike[str] | None, data: Data) -> None:
         """Write an output added before: a file's to its file aside, stdout's kept for the commit."""
@@ -137,13 +155,18 @@ class Outputs:
         """Stdout first, then each written file renamed over its target."""
         if self._stdout is not None:
             write_stdout(self._stdout)
-        for f in self._files.values():
-            if f.written:
-                _rename(f)
-        self.discard()
+        with _signals_deferred():
+            for f in self._files.values():
+                if f.written:
+                    _rename(f)
+            self.discard()
 
     def discard(self) -> None:
         """Close every file aside and remove the named ones: no target changes."""
+        with _signals_deferred():
+            self._discard()
+
+    def _discard(self) -> None:
         for f in self._files.values():
             try:
                 os.close(f.fd)

@@ -29,10 +29,12 @@ def too_large(what: str, path: str, cap: int) -> LowerError:
     return LowerError(f"cannot read {what} {path!r}: larger than {_size(cap)}")
 
 
-def read_bytes(path: str | os.PathLike[str], what: str, cap: int, text: bool = False) -> bytes:
-    """The bytes of `path`, or a LowerError when it is missing, unreadable or over `cap` bytes
-    (with `text`, also at the first NUL byte: a binary file, such as /dev/zero, is refused at
-    its first chunk)."""
+def read_bytes(path: str | os.PathLike[str], what: str, cap: int, text: bool = False,
+               magic: tuple[bytes, str] | None = None) -> bytes:
+    """The bytes of `path`, or a LowerError when it is missing, unreadable or over `cap` bytes.
+    A file that is not what is expected is refused at its first chunk, before more is read:
+    with `text`, one holding a NUL byte (a binary file, such as /dev/zero); with `magic`
+    (leading bytes, what the file should be), one that starts otherwise."""
     where = f"cannot read {what} {os.fspath(path)!r}"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -60,6 +62,8 @@ def read_bytes(path: str | os.PathLike[str], what: str, cap: int, text: bool = F
                 break
             if text and b"\x00" in part:
                 raise LowerError(f"{where}: binary file, expected JSON text")
+            if magic and not got and not part.startswith(magic[0][:len(part)]):
+                raise LowerError(f"{where}: not {magic[1]}")
             parts.append(part)
             got += len(part)
     except OSError as e:
