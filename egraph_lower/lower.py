@@ -79,7 +79,8 @@ class Report:
 
 
 class LoweringFailed(LowerError):
-    """A run that saturated but made no graph; `report` records how far it got and why."""
+    """A run whose extraction found no graph the backend runs (or could not be solved);
+    `report` records how far it got and why."""
 
     def __init__(self, message: str, report: Report) -> None:
         super().__init__(message)
@@ -229,6 +230,8 @@ def _lower(graph: Graph, target: Backend, limits: Limits, progress: Callable[[It
         check_legal(out, target)
         t3 = time.perf_counter()
     except LowerError as e:
+        if type(e) is not LowerError:
+            raise  # IllegalGraphError and the like: a bug named as it is, no report of the run
         message = stopped_early(str(e), s.saturation)
         seconds["total"] = time.perf_counter() - start
         raise LoweringFailed(message, report({"nodes": None, "cost": None}, message)) from None

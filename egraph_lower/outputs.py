@@ -120,6 +120,8 @@ class Outputs:
                 raise LowerError(f"cannot write {what} to stdout: stdout is already named for another output")
             self._stdout_named = True
             return
+        if os.path.basename(path) in ("", ".", ".."):
+            raise LowerError(f"cannot write {what} {path!r}: not the path of a file")
         key = os.path.abspath(path)
         if key in self._files:
             raise LowerError(f"cannot write {what} {path!r}: the same file is named for two outputs")
@@ -141,10 +143,10 @@ class Outputs:
                 if isinstance(data, bytes):
                     fh.write(data)
                 elif isinstance(data, str):
-                    fh.write(data.encode("utf-8"))
+                    fh.write(_utf8(data))
                 else:
                     for chunk in data:
-                        fh.write(chunk.encode("utf-8"))
+                        fh.write(_utf8(chunk))
                 fh.flush()
                 os.fsync(fh.fileno())
         except OSError as e:
@@ -153,13 +155,15 @@ class Outputs:
 
     def commit(self) -> None:
         """Stdout first, then each written file renamed over its target."""
+        written = [f for f in self._files.values() if f.written]
+        for f in written:  # all again first: any may have changed while the run worked
+            check_target(f.target, f.what)
         if self._stdout is not None:
             write_stdout(self._stdout)
         with _signals_deferred():
-            for f in self._files.values():
-                if f.written:
-                    _rename(f)
-            self.discard()
+            for f in written:
+                _rename(f)
+            self._discard()
 
     def discard(self) -> None:
         """Close every file aside and remove the named ones: no target changes."""
@@ -187,8 +191,12 @@ class Outputs:
         self.discard()
 
 
+def _utf8(text: str) -> bytes:
+    """UTF-8, with a lone surrogate (which UTF-8 cannot hold) written as `\\udxxx`."""
+    return text.encode("utf-8", "backslashreplace")
+
+
 def _rename(f: _File) -> None:
-    check_target(f.target, f.what)  # again: it may have changed while the run worked
     where = f"cannot write {f.what} {f.target!r}"
     assert f.tmp is not None
     try:

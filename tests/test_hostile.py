@@ -127,6 +127,7 @@ def test_a_report_that_cannot_be_written_leaves_the_graph_output_as_it_was(work:
     (work / "rdir").mkdir()
     fails_and_keeps(work, ["lower", "g.json", "-b", "metal", "-o", "out.json", "--report", "rdir"], "report", "directory")
     fails_and_keeps(work, ["lower", "g.json", "-b", "metal", "-o", "out.json", "--report", "out.json"], "two outputs")
+    fails_and_keeps(work, ["lower", "g.json", "-b", "metal", "-o", "out.json", "--report", "rdir/"], "not the path of a file")
 
 
 def test_a_full_disk_leaves_the_output_as_it_was(work: Path) -> None:
@@ -383,3 +384,8 @@ def test_output_is_the_same_under_any_hash_seed(work: Path) -> None:
         assert r.returncode == 0, r.stderr
         outs.append(r.stdout)
     assert outs[0] == outs[1]
+
+
+def test_explore_names_the_limit_too(work: Path) -> None:
+    fails_and_keeps(work, ["explore", "g.json", "-b", "metal", "--max-iterations", "0", "--json", "out.json"],
+                    "iteration_limit: node 7 (ActivationBackward{Gelu}) was not yet lowered after 0 iterations")

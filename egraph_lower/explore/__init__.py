@@ -31,7 +31,7 @@ from ..egraph.saturate import Iteration, Limits
 from ..errors import LowerError
 from ..extract import Costs, Extraction, graph_cost
 from ..graph import Graph, load_graph
-from ..lower import Saturated, check_legal, convert_back, extract_for, saturate_graph
+from ..lower import Saturated, check_legal, convert_back, extract_for, saturate_graph, stopped_early
 from ..ops import BACKWARD_OPS
 from ..provenance import Matcher
 from ..text import printable
@@ -166,9 +166,9 @@ def _lower_for(s: Saturated, backend: Backend, matcher: Matcher, main: bool, ext
     try:
         ex, costs = extract_for(s, backend, extractor)
     except LowerError as e:
-        if main:
-            raise
-        error = str(e)
+        if main:  # (worded with the limit that stopped saturation, when one did)
+            raise LowerError(stopped_early(str(e), s.saturation)) from None
+        error = stopped_early(str(e), s.saturation)
         costs = Costs(s.tables, s.metas, backend, s.decoded)
     ranking = rank(s.tables, costs, s.roots)
     if ex is not None:
