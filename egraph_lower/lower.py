@@ -18,7 +18,7 @@ from .convert import to_graph
 from .egraph import tables
 from .egraph.load import I64_IDS, dense_ids, load
 from .egraph.tables import Tables
-from .egraph.saturate import FLAGS, Iteration, Limits, Saturation, saturate
+from .egraph.saturate import FLAGS, Iteration, Limits, Saturation, first_growth, saturate
 from .errors import IllegalGraphError, LowerError
 from .extract import (EXTRACTORS, ClassMetas, Costs, Decoded, Extraction, check_consistent, extract,
                       graph_cost, infer_metas)
@@ -146,8 +146,7 @@ def saturate_graph(
         graph = dense_ids(graph)
     egraph = load(graph, rules)
     t1 = time.perf_counter()
-    rewritten = frozenset(r.lowers.split(".")[0] for r in rules)
-    sat = saturate(egraph, limits, progress, count_eclasses, rewritten)
+    sat = saturate(egraph, limits, progress, count_eclasses, first_growth(graph, rules))
     t = tables.read(egraph)
     decoded = Decoded()
     metas = infer_metas(t, graph, decoded)

@@ -5,9 +5,9 @@ catch that, and NumPy's failure to allocate is a traceback. So what a run will n
 estimated before the memory is asked for:
 
 - `run`: the values the reference evaluator holds at once (`check_run_memory`);
-- `lower`/`explore`: the e-graph, from the rows of the bulk load and the growth of each
-  iteration (`ENODE_BYTES` per e-node, `FIRST_GROWTH` new e-nodes per row in the first
-  iteration); saturation stops with `node_limit` before an iteration predicted to outgrow it.
+- `lower`/`explore`: the e-graph, `ENODE_BYTES` per e-node, from the rows of the bulk load
+  and the rules (`egraph.saturate.first_growth`), then the growth of each iteration;
+  saturation stops with `node_limit` before an iteration predicted to outgrow it.
 
 The estimates are measurements of this code, not guarantees: see docs/reliability.md.
 """
@@ -24,9 +24,6 @@ from .graph import Graph
 # Peak resident memory over the final e-nodes, lowering a 100k chain of backward ops: 670 bytes
 # (metal, 1.28M e-nodes) to 820 bytes (wgpu, 2.2M), graph, e-graph, extraction and output included.
 ENODE_BYTES = 1024
-# New e-nodes per loaded row in the first iteration: 10.7 on that chain (each backward op
-# expanded into its primitive forms at once), rounded up.
-FIRST_GROWTH = 16
 # The reference evaluator computes in float64 (8 bytes an element) with temporaries.
 WORK_BYTES_PER_ELEMENT = 24
 

@@ -31,11 +31,6 @@ def _relation(ctor: str) -> str:
     return f"Node{ctor}"
 
 
-def relation(ctor: str) -> str:
-    """The loading relation of constructor `ctor`: one row per original node."""
-    return _relation(ctor)
-
-
 def program(rules: Sequence[Rule]) -> str:
     """Declarations, the loading relations and rules, and the lowering rules, as egglog text."""
     parts = [declarations(), f"(ruleset {LOAD})", f"(ruleset {LOWER})"]
