@@ -10,15 +10,17 @@
 
 What is promised:
 - a target that exists and is not a regular file (a directory, a device, a FIFO, a socket, a
-  symbolic link) is refused; so is a missing or unwritable directory, and one path named twice;
+  symbolic link) is refused; so is a missing or unwritable directory, a path that names no
+  file (empty, or ending in `/`), and one path named for two outputs;
 - the file written aside is made by `mkstemp` in the target's directory (`O_CREAT|O_EXCL`, a
   random name: it never follows a link planted there nor opens an existing file), and removed
   on any error, on SIGINT and on the signals the command line turns into exceptions (SIGTERM,
   SIGHUP); `kill -9` leaves it behind (`.NAME.XXXXXXXX.tmp`, never renamed over anything);
-- each file is flushed to disk (`fsync`) before any rename, and a failure to write or rename any
-  of them leaves every target as it was (the renames themselves are one system call each: a
-  crash between two of them leaves the first renamed, the second not);
-- `-` is stdout, written at the commit, before the files are renamed;
+- each file is flushed to disk (`fsync`) when written; at the commit every target is checked
+  again, then stdout is written, then the files renamed; a failure before the renames leaves
+  every target as it was (the renames are one system call each: a crash between two of them
+  leaves the first renamed, the second not);
+- `-` is stdout; a lone surrogate (which UTF-8 cannot hold) is written as `\\udxxx`;
 - every failure is a one-line `LowerError`.
 """
 
@@ -62,7 +64,7 @@ def _describe(mode: int) -> str | None:
     """What a non-regular file is (None for a regular file)."""
     if stat.S_ISREG(mode):
         return None
-    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+    return next((what for test, what in _KINDS if test(mode)), "a special file")
 
 
 def check_target(path: str, what: str) -> None:
@@ -98,7 +100,10 @@ def _open_aside(target: str, what: str) -> _File:
         raise LowerError(f"{where}: {e.strerror}") from None
     mask = os.umask(0o22)
     os.umask(mask)
-    os.fchmod(fd, 0o666 & ~mask)  # what open() would have made, not mkstemp's 0600
+    try:
+        os.fchmod(fd, 0o666 & ~mask)  # what open() would have made, not mkstemp's 0600
+    except OSError:
+        pass  # a file system without modes: the file keeps what it has
     return _File(target, what, fd, tmp)
 
 
