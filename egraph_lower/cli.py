@@ -54,7 +54,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
 
     limits = _limits(args)
     output = args.output or STDOUT
-    summary_to_stdout = output != STDOUT and not args.quiet  # else it goes to stderr
+    summary_to_stdout = STDOUT not in (output, args.report) and not args.quiet  # else to stderr
     with Outputs() as out:
         out.add(output, "graph")
         out.add(args.report, "report")
@@ -83,7 +83,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
         if summary_to_stdout:
             out.write(STDOUT, _summary(result.report.summary()))
         out.commit()
-    if output == STDOUT and not args.quiet:
+    if not summary_to_stdout and not args.quiet:
         sys.stderr.write(_summary(result.report.summary()))
     return 0
 

@@ -128,6 +128,7 @@ def test_a_report_that_cannot_be_written_leaves_the_graph_output_as_it_was(work:
     fails_and_keeps(work, ["lower", "g.json", "-b", "metal", "-o", "out.json", "--report", "rdir"], "report", "directory")
     fails_and_keeps(work, ["lower", "g.json", "-b", "metal", "-o", "out.json", "--report", "out.json"], "two outputs")
     fails_and_keeps(work, ["lower", "g.json", "-b", "metal", "-o", "out.json", "--report", "rdir/"], "not the path of a file")
+    fails_and_keeps(work, ["lower", "g.json", "-b", "metal", "-o", "-", "--report", "-"], "stdout is already named")
 
 
 def test_a_full_disk_leaves_the_output_as_it_was(work: Path) -> None:
