@@ -81,14 +81,10 @@ def first_growth(graph: Graph, rules: Sequence[Rule]) -> int:
     terms: dict[str, set[str]] = {}
     for r in rules:
         terms.setdefault(r.lowers, set()).update(to_egglog(a) for a in apps(r.rhs))
-    per_label = {label: len(t) for label, t in terms.items()}
-    ops = {label.split(".")[0] for label in per_label}
-    total = 0
-    for n in graph.nodes:
-        if n.op in ops:
-            kind = n.attrs.get("kind")
-            total += per_label.get(f"{n.op}.{kind}" if kind else n.op, 0)
-    return total
+    per_op_kind = {(label.partition(".")[0], label.partition(".")[2] or None): len(t) for label, t in terms.items()}
+    ops = {op for op, _ in per_op_kind}
+    get = per_op_kind.get
+    return sum(get((n.op, n.attrs.get("kind")), 0) for n in graph.nodes if n.op in ops)
 
 
 def eclass_count(egraph: bindings.EGraph) -> int:
