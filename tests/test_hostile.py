@@ -226,8 +226,9 @@ def test_saturation_stops_before_the_memory_runs_out(work: Path) -> None:
     def one_gigabyte() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
+    # (threads and malloc arenas reserve address space by the core: fixed, so 1 GiB means the same anywhere)
     fails_and_keeps(work, ["lower", "chain.json", "-b", "metal", "-o", "out.json"], "node_limit", "memory",
-                    preexec=one_gigabyte)
+                    preexec=one_gigabyte, extra_env={"RAYON_NUM_THREADS": "2", "MALLOC_ARENA_MAX": "2"})
 
 
 # --- backend files ---------------------------------------------------------------------------
