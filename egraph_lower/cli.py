@@ -1,13 +1,16 @@
 """The command line: `egraph-lower lower|run|backends|rules|explore`.
 
-Bad input of any kind ends with one line on stderr and exit status 2; an output
-file is written aside and renamed into place only when the run succeeded.
+Bad input of any kind ends with one line on stderr and exit status 2. A run's output files
+are checked before the work starts and written aside, then renamed into place together only
+when the run succeeded (`outputs.Outputs`); a failed run leaves every one of them as it was.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -16,8 +19,10 @@ from typing import NoReturn
 from . import backends
 from .egraph.saturate import Iteration, Limits
 from .errors import LowerError
-from .graph import load_graph, write_atomic
+from .graph import load_graph
 from .lower import EXTRACTORS
+from .outputs import STDOUT, Outputs
+from .text import printable
 
 PROG = "egraph-lower"
 
@@ -39,38 +44,62 @@ def _progress(enabled: bool):  # type: ignore[no-untyped-def]
     return show
 
 
-def cmd_lower(args: argparse.Namespace) -> int:
-    from .lower import lower
+def _summary(text: str) -> str:
+    """A summary for people: control characters of names shown escaped, never obeyed."""
+    return printable(text, keep_newlines=True) + "\n"
 
-    t0 = time.perf_counter()
-    graph = load_graph(args.graph)
-    backend = backends.load(args.backend)
-    read = time.perf_counter() - t0
-    progress = _progress(not args.quiet)
-    result = lower(graph, backend, limits=_limits(args), progress=progress, extractor=args.extractor)
-    if progress:
-        sys.stderr.write("\n")
-    t1 = time.perf_counter()
-    if args.output:
-        write_atomic(args.output, result.graph.json_chunks())
-    else:
-        sys.stdout.writelines(result.graph.json_chunks())
-    seconds = result.report.seconds
-    seconds["read"], seconds["write"] = read, time.perf_counter() - t1
-    if args.report:
-        write_atomic(args.report, json.dumps(result.report.to_dict(), indent=2) + "\n")
-    if not args.quiet:
-        print(result.report.summary(), file=sys.stdout if args.output else sys.stderr)
+
+def cmd_lower(args: argparse.Namespace) -> int:
+    from .lower import LoweringFailed, lower
+
+    limits = _limits(args)
+    output = args.output or STDOUT
+    summary_to_stdout = STDOUT not in (output, args.report) and not args.quiet  # else to stderr
+    with Outputs() as out:
+        out.add(output, "graph")
+        out.add(args.report, "report")
+        out.add(STDOUT if summary_to_stdout else None, "summary")
+        t0 = time.perf_counter()
+        graph = load_graph(args.graph)
+        backend = backends.load(args.backend)
+        read = time.perf_counter() - t0
+        progress = _progress(not args.quiet)
+        try:
+            result = lower(graph, backend, limits=limits, progress=progress, extractor=args.extractor)
+        except LoweringFailed as e:  # the report records the failed run; the graph stays as it was
+            if args.report:
+                e.report.seconds["read"] = read
+                out.write(args.report, json.dumps(e.report.to_dict(), indent=2) + "\n")
+                out.commit()
+            raise
+        finally:
+            if progress:
+                sys.stderr.write("\n")
+        t1 = time.perf_counter()
+        out.write(output, result.graph.json_chunks())
+        seconds = result.report.seconds
+        seconds["read"], seconds["write"] = read, time.perf_counter() - t1
+        out.write(args.report, json.dumps(result.report.to_dict(), indent=2) + "\n")
+        if summary_to_stdout:
+            out.write(STDOUT, _summary(result.report.summary()))
+        out.commit()
+    if not summary_to_stdout and not args.quiet:
+        sys.stderr.write(_summary(result.report.summary()))
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .evaluate import evaluate, read_npz, write_npz
+    from .evaluate import evaluate
+    from .memory import check_run_memory
+    from .npz import npz_bytes, read_npz
 
-    graph = load_graph(args.graph)
-    feeds = read_npz(args.inputs) if args.inputs else {}
-    outputs = evaluate(graph, feeds)
-    write_npz(args.output, outputs)
+    with Outputs() as out:
+        out.add(args.output, "arrays")
+        graph = load_graph(args.graph)
+        check_run_memory(graph)
+        feeds = read_npz(args.inputs) if args.inputs else {}
+        out.write(args.output, npz_bytes(evaluate(graph, feeds)))
+        out.commit()
     return 0
 
 
@@ -105,21 +134,29 @@ def cmd_rules(args: argparse.Namespace) -> int:
 def cmd_explore(args: argparse.Namespace) -> int:
     from .explore import explore
 
-    graph = load_graph(args.graph)
-    compare = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
-    progress = _progress(not args.quiet)
-    ex = explore(graph, args.backend, compare=compare, limits=_limits(args), progress=progress,
-                 extractor=args.extractor)
-    if progress:
-        sys.stderr.write("\n")
-    if args.json:
-        write_atomic(args.json, json.dumps(ex.report(), indent=2) + "\n")
-    if args.html:
-        write_atomic(args.html, ex.to_html())
-    if args.dot:
-        write_atomic(args.dot, ex.to_dot())
-    if not args.quiet:
-        print(ex.summary())
+    limits = _limits(args)
+    with Outputs() as out:
+        for path, what in ((args.json, "JSON report"), (args.html, "HTML report"), (args.dot, "DOT file")):
+            out.add(path, what)
+        out.add(None if args.quiet else STDOUT, "summary")
+        graph = load_graph(args.graph)
+        compare = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
+        progress = _progress(not args.quiet)
+        try:
+            ex = explore(graph, args.backend, compare=compare, limits=limits, progress=progress,
+                         extractor=args.extractor)
+        finally:
+            if progress:
+                sys.stderr.write("\n")
+        if args.json:
+            out.write(args.json, json.dumps(ex.report(), indent=2) + "\n")
+        if args.html:
+            out.write(args.html, ex.to_html())
+        if args.dot:
+            out.write(args.dot, ex.to_dot())
+        if not args.quiet:
+            out.write(STDOUT, _summary(ex.summary()))
+        out.commit()
     return 0
 
 
@@ -178,12 +215,31 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM and SIGHUP unwind like an error, so every file written aside is removed."""
+    raise SystemExit(128 + signum)
+
+
+def _drop_stdout() -> None:
+    """After stdout failed (a full device), send what is left in its buffer nowhere, so that
+    Python's own flush at exit adds no second message."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminate)
     try:
         return int(args.func(args))
     except LowerError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
+        _drop_stdout()
+        print(f"{PROG}: error: {printable(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
@@ -191,6 +247,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()
         return 0
+    except OSError as e:  # a listing or table printed to a stdout that cannot take it
+        _drop_stdout()
+        print(f"{PROG}: error: cannot write to stdout: {e.strerror or printable(str(e))}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
-from .errors import GraphError, LowerError
+from .errors import GraphError
 from .fast import collector, keys
 from .fast.nodes import without_init
+from .reading import read_text
 from .versions import LATEST, required_version
 
 FORMAT = "egraph-lower/graph"
 VERSION = LATEST  # the newest version this package reads and writes (versions.py)
-MAX_FILE_BYTES = 1 << 31
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,48 +149,8 @@ def parse_json(text: str) -> Any:
         raise GraphError(f"malformed JSON: {str(e).split(';')[0]}") from None
 
 
-def read_text(path: str | os.PathLike[str], what: str = "graph") -> str:
-    """A file's text, or a one-line LowerError for missing, unreadable, huge or binary files."""
-    p = Path(path)
-    try:
-        if p.is_dir():
-            raise LowerError(f"cannot read {what} {str(p)!r}: it is a directory")
-        size = p.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise LowerError(f"cannot read {what} {str(p)!r}: {size} bytes is too large")
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise LowerError(f"cannot read {what} {str(p)!r}: no such file") from None
-    except PermissionError:
-        raise LowerError(f"cannot read {what} {str(p)!r}: permission denied") from None
-    except OSError as e:
-        raise LowerError(f"cannot read {what} {str(p)!r}: {e.strerror}") from None
-    if b"\x00" in data:
-        raise LowerError(f"cannot read {what} {str(p)!r}: binary file, expected JSON text")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise LowerError(f"cannot read {what} {str(p)!r}: not UTF-8 text (byte {e.start})") from None
-
-
 def load_graph(path: str | os.PathLike[str]) -> Graph:
-    """Read and validate a graph document (raises LowerError with a one-line message)."""
+    """Read (bounded, `reading.read_text`) and validate a graph document (raises LowerError
+    with a one-line message)."""
     return Graph.from_json(read_text(path))
 
-
-def write_atomic(path: str | os.PathLike[str], data: str | bytes | Iterable[str]) -> None:
-    """Write beside the target, then rename: a failed run never leaves a half-written file.
-    `data` may come in pieces (`Graph.json_chunks()`), written as they come."""
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    mode = "wb" if isinstance(data, bytes) else "w"
-    try:
-        with open(tmp, mode) as f:
-            if isinstance(data, (str, bytes)):
-                f.write(data)
-            else:
-                f.writelines(data)
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()

@@ -16,13 +16,15 @@ from . import rules as rules_mod
 from .backends import Backend
 from .convert import to_graph
 from .egraph import tables
-from .egraph.load import load
+from .egraph.load import I64_IDS, dense_ids, load
 from .egraph.tables import Tables
-from .egraph.saturate import Iteration, Limits, Saturation, saturate
-from .errors import IllegalGraphError
+from .egraph.saturate import FLAGS, Iteration, Limits, Saturation, first_growth, saturate
+from .errors import IllegalGraphError, LowerError
 from .extract import (EXTRACTORS, ClassMetas, Costs, Decoded, Extraction, check_consistent, extract,
                       graph_cost, infer_metas)
 from .graph import Graph, Node, gc_paused
+from .memory import check_load
+from .text import printable
 from .provenance import Matcher
 from .rules.dsl import Rule
 
@@ -42,9 +44,10 @@ class Report:
     rules_fired: dict[str, int]
     seconds: dict[str, float] = field(default_factory=dict)
     extraction: dict[str, Any] = field(default_factory=dict)  # `Extraction.describe()`: extractor, optimal, status
+    error: str | None = None  # why a failed run made no graph (then `after` holds None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        return ({"error": self.error} if self.error is not None else {}) | {
             "graph": self.graph,
             "backend": self.backend,
             "before": self.before,
@@ -65,7 +68,7 @@ class Report:
         s = self.seconds
         fired = sorted(self.rules_fired.items(), key=lambda kv: (-kv[1], kv[0]))
         lines = [
-            f"lowered {self.graph or 'graph'} for {self.backend}",
+            f"lowered {printable(self.graph or 'graph')} for {printable(self.backend)}",
             f"  before  {self.before['nodes']:>9,} nodes   cost {cost(self.before['cost'])}",
             f"  after   {self.after['nodes']:>9,} nodes   cost {cost(self.after['cost'])}" + proof_note(self.extraction),
             f"  e-graph {self.eclasses:,} e-classes, {self.enodes:,} e-nodes after {self.iterations} iterations"
@@ -84,6 +87,15 @@ def proof_note(extraction: dict[str, Any]) -> str:
     if extraction.get("optimal"):
         return "   (exact: proven optimal)"
     return f"   (exact: NOT proven optimal, {extraction.get('status')})"
+
+
+class LoweringFailed(LowerError):
+    """A run whose extraction found no graph the backend runs (or could not be solved);
+    `report` records how far it got and why."""
+
+    def __init__(self, message: str, report: Report) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 @dataclass
@@ -114,13 +126,14 @@ def check_legal(graph: Graph, backend: Backend) -> None:
 class Saturated:
     """A graph's e-graph after saturation, read into tables: what every extraction starts from."""
 
-    graph: Graph
+    graph: Graph  # the graph loaded: the one given, or its `dense_ids` copy when its ids need it
     rules: tuple[Rule, ...]
     tables: Tables
     metas: ClassMetas
     decoded: Decoded
     saturation: Saturation
     seconds: dict[str, float]
+    given: Graph | None = None  # the graph given, when `graph` is its copy with dense ids
 
     @property
     def roots(self) -> list[int]:
@@ -138,32 +151,40 @@ def saturate_graph(
     missing = frozenset().union(*(b.missing for b in targets))
     rules = rules_mod.select(missing)
     t0 = time.perf_counter()
+    check_load(len(graph.nodes))
+    given = graph
+    if graph.nodes and max(n.id for n in graph.nodes) >= I64_IDS:
+        graph = dense_ids(graph)
     egraph = load(graph, rules)
     t1 = time.perf_counter()
-    sat = saturate(egraph, limits, progress, count_eclasses)
+    sat = saturate(egraph, limits, progress, count_eclasses, first_growth(graph, rules))
     t = tables.read(egraph)
     decoded = Decoded()
     metas = infer_metas(t, graph, decoded)
     t2 = time.perf_counter()
-    return Saturated(graph, rules, t, metas, decoded, sat, {"load": t1 - t0, "saturate": t2 - t1})
+    return Saturated(graph, rules, t, metas, decoded, sat, {"load": t1 - t0, "saturate": t2 - t1},
+                     given if given is not graph else None)
 
 
 def extract_for(s: Saturated, backend: Backend, extractor: str = "greedy") -> tuple[Extraction, Costs]:
     """Stage extract: the cheapest legal choice per e-class for `backend`."""
     costs = Costs(s.tables, s.metas, backend, s.decoded)
-    describe = _Described(s.tables, s.graph)  # named only when a node has no form
+    describe = _Described(s.tables, s.graph, s.given or s.graph)  # named only when a node has no form
+    if not s.roots and extractor == "exact":
+        extractor = "greedy"  # nothing to choose: an integer program of no variables is not one SciPy solves
     return extract(s.tables, costs, s.roots, describe, extractor), costs
 
 
 class _Described(Sequence[tuple[int, str]]):
-    """(e-class, "node <id> (<op>)") per original node, in graph order, made when read."""
+    """(e-class, "node <id> (<op>)") per original node, in graph order, made when read; the id
+    is the given graph's (`given`), the class that of the node of the graph loaded."""
 
-    def __init__(self, t: Tables, graph: Graph) -> None:
-        self.t, self.nodes = t, graph.nodes
+    def __init__(self, t: Tables, graph: Graph, given: Graph) -> None:
+        self.t, self.nodes, self.given = t, graph.nodes, given.nodes
 
     def __getitem__(self, i: int) -> tuple[int, str]:  # type: ignore[override]
-        n = self.nodes[i]
-        return self.t.ref[n.id], f"node {n.id} ({_label(n)})"
+        n = self.given[i]
+        return self.t.ref[self.nodes[i].id], f"node {n.id} ({_label(n)})"
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -193,26 +214,49 @@ def _lower(graph: Graph, target: Backend, limits: Limits, progress: Callable[[It
     start = time.perf_counter()
     s = saturate_graph(graph, [target], limits, progress)
     seconds = dict(s.seconds)
-    t0 = time.perf_counter()
-    ex, _ = extract_for(s, target, extractor)
-    t1 = time.perf_counter()
-    out = convert_back(s, ex)
-    t2 = time.perf_counter()
-    check_consistent(s.tables, s.metas, ex.choice, s.decoded)
-    check_legal(out, target)
-    t3 = time.perf_counter()
+
+    def report(after: dict[str, Any], error: str | None = None, extraction: dict[str, Any] | None = None) -> Report:
+        return Report(
+            graph=graph.name,
+            backend=target.name,
+            before={"nodes": len(graph.nodes), "cost": graph_cost(graph, target)},
+            after=after,
+            stop_reason=s.saturation.stop_reason,
+            iterations=len(s.saturation.iterations),
+            eclasses=s.tables.live_classes,
+            enodes=s.tables.n_nodes,
+            rules_fired={k: v for k, v in s.saturation.rule_matches.items() if v},
+            seconds=seconds,
+            extraction=extraction or {},
+            error=error,
+        )
+
+    try:
+        t0 = time.perf_counter()
+        ex, _ = extract_for(s, target, extractor)
+        t1 = time.perf_counter()
+        out = convert_back(s, ex)
+        t2 = time.perf_counter()
+        check_consistent(s.tables, s.metas, ex.choice, s.decoded)
+        check_legal(out, target)
+        t3 = time.perf_counter()
+    except LowerError as e:
+        if type(e) is not LowerError:
+            raise  # IllegalGraphError and the like: a bug named as it is, no report of the run
+        message = stopped_early(str(e), s.saturation)
+        seconds["total"] = time.perf_counter() - start
+        raise LoweringFailed(message, report({"nodes": None, "cost": None}, message)) from None
     seconds.update(extract=t1 - t0, convert=t2 - t1, check=t3 - t2, total=t3 - start)
-    report = Report(
-        graph=graph.name,
-        backend=target.name,
-        before={"nodes": len(graph.nodes), "cost": graph_cost(graph, target)},
-        after={"nodes": len(out.nodes), "cost": ex.cost},
-        stop_reason=s.saturation.stop_reason,
-        iterations=len(s.saturation.iterations),
-        eclasses=s.tables.live_classes,
-        enodes=s.tables.n_nodes,
-        rules_fired={k: v for k, v in s.saturation.rule_matches.items() if v},
-        seconds=seconds,
-        extraction=ex.describe(),
-    )
-    return LowerResult(out, report, s.saturation)
+    return LowerResult(out, report({"nodes": len(out.nodes), "cost": ex.cost}, extraction=ex.describe()), s.saturation)
+
+
+def stopped_early(message: str, sat: Saturation) -> str:
+    """An extraction's error said again when a limit stopped saturation first: then a node it
+    names as not lowered may simply not have been reached, and the limit is what to change."""
+    flag = FLAGS.get(sat.stop_reason)
+    if flag is None or not ("no rule lowers it" in message or "no form the backend" in message):
+        return message  # saturated, or another failure: the message stands
+    what = message.split(": backend ")[0] if message.startswith("node ") else "an output"
+    n = len(sat.iterations)
+    why = f"; {sat.memory}" if sat.memory else f"; raise {flag}"
+    return f"{sat.stop_reason}: {what} was not yet lowered after {n} iteration{'' if n == 1 else 's'}{why}"

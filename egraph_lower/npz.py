@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import zipfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,22 +17,29 @@ import numpy as np
 
 from .arrays import _BF16, _one_line
 from .errors import LowerError
-from .graph import write_atomic
+from .outputs import write_atomic
+from .reading import NPZ_BYTES, read_bytes, too_large
 
-__all__ = ["read_npz", "write_npz"]
+__all__ = ["npz_bytes", "read_npz", "write_npz"]
 
 
-def read_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+def read_npz(path: str | os.PathLike[str], cap: int = NPZ_BYTES) -> dict[str, np.ndarray]:
     """The arrays of an .npz file by name (2-byte void arrays come back as bfloat16).
 
-    Missing, unreadable or corrupt files raise a one-line LowerError.
+    Missing, unreadable, corrupt or too large files (over `cap` bytes as stored or as the
+    archive says its arrays take once inflated) raise a one-line LowerError.
     """
     where = f"cannot read arrays {os.fspath(path)!r}"
-    if os.path.isdir(path):
-        raise LowerError(f"{where}: it is a directory")
+    data = read_bytes(path, "arrays", cap, magic=(b"PK", "an .npz archive (a zip file)"))
     try:
-        # open the file here: np.load leaks its own handle when the archive is corrupt
-        with open(path, "rb") as fh:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:  # what each array inflates to, before inflating
+            inflated = sum(info.file_size for info in archive.infolist())
+    except Exception:
+        inflated = 0  # not a zip archive: np.load says what it is
+    if inflated > cap:
+        raise too_large("arrays", os.fspath(path), cap)
+    try:
+        with io.BytesIO(data) as fh:
             z = np.load(fh, allow_pickle=False)
             if not isinstance(z, np.lib.npyio.NpzFile):
                 raise LowerError(f"{where}: not an .npz archive (a single .npy array?)")
@@ -39,10 +47,6 @@ def read_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
                 arrays = {k: z[k] for k in z.files}
     except LowerError:
         raise
-    except FileNotFoundError:
-        raise LowerError(f"{where}: no such file") from None
-    except PermissionError:
-        raise LowerError(f"{where}: permission denied") from None
     except Exception as e:  # BadZipFile, zlib.error, ValueError (pickled data), EOFError, ...
         raise LowerError(f"{where}: not a valid .npz file ({_one_line(e)})") from None
     for k, a in arrays.items():
@@ -53,12 +57,14 @@ def read_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
 
 def write_npz(path: str | os.PathLike[str], arrays: Sequence[np.ndarray]) -> None:
     """Write `arrays` as out0, out1, ... to an .npz file, beside the target first, then renamed."""
+    write_atomic(path, npz_bytes(arrays), "arrays")
+
+
+def npz_bytes(arrays: Sequence[np.ndarray]) -> bytes:
+    """The .npz archive of `arrays` as out0, out1, ..."""
     buf = io.BytesIO()
     # Values typed Any: to mypy a **dict of arrays could also fill savez's `allow_pickle: bool`
     # (numpy >= 2.1); the keys are out0, out1, ..., never that name.
     named: dict[str, Any] = {f"out{i}": np.asarray(a) for i, a in enumerate(arrays)}
     np.savez(buf, **named)
-    try:
-        write_atomic(path, buf.getvalue())
-    except OSError as e:
-        raise LowerError(f"cannot write arrays {os.fspath(path)!r}: {e.strerror or _one_line(e)}") from None
+    return buf.getvalue()

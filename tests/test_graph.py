@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from egraph_lower import ops
 from egraph_lower.dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES
 from egraph_lower.errors import GraphError, LowerError
-from egraph_lower.graph import FORMAT, Graph, Node, load_graph, new_node, parse_json, write_atomic
+from egraph_lower.graph import FORMAT, Graph, Node, load_graph, new_node, parse_json
+from egraph_lower.outputs import write_atomic
 from egraph_lower.versions import required_version
 
 SPEC_EXAMPLE = """{

@@ -9,7 +9,12 @@ A backend is a JSON document (the built-in ones sit beside this file):
      "cost": {"launch": 6.0, "byte": 2e-05, "flop": 3e-06, "view": 0.1,
               "weights": {"Activation.Erf": 12}}}       optional work per element overrides
 
-`load(name_or_path)` takes a built-in name or the path of such a file.
+`load(name_or_path)` takes a built-in name or the path of such a file. A file is read with a
+bound (`reading.BACKEND_BYTES`), parsed strictly (no duplicate keys, no NaN or Infinity tokens,
+nesting bounded) and checked by `from_dict`: every key known (a weight's key is a label the
+cost model asks for: an op, `Activation.<kind>`, `ActivationBackward.<kind>` or
+`Binary.<op>`), every cost a finite number in [0, MAX_COST], names and lists of bounded
+length. Any failure is one line naming the file and the key.
 """
 
 from __future__ import annotations
@@ -22,15 +27,25 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BackendError, LowerError
-from ..graph import Node, read_text
+from ..graph import Node, parse_json
 from ..opdefs import OPDEFS
-from ..ops import ACTIVATION_KINDS, OPS
+from ..ops import ACTIVATION_KINDS, BINARY_OPS, OPS
+from ..reading import BACKEND_BYTES, read_text
 from .cost import CostModel
 
 BUILTIN = ("cpu", "mlx", "metal", "tpu", "wgpu")
 _KEYS = {"name", "description", "ops", "activation_kinds", "backward_kinds", "cost"}
 _COST_KEYS = {"launch", "byte", "flop", "view", "weights"}
 _KINDED = tuple(name for name, d in OPDEFS.items() if d.kinded)  # Activation, ActivationBackward
+# A bound on every cost number. A node moves at most 7 tensors of 2**62 elements of 8 bytes
+# (2.6e20 bytes) and does at most 2**125 (4e37) units of work (a MatMul's 2*m*n*k): with each
+# coefficient and weight at most 1e30, a kernel costs under 1e98 and a graph of 2**31 nodes
+# under 1e108, far from a float's overflow (1.8e308).
+MAX_COST = 1e30
+MAX_NAME = 200  # characters of a name; a description may take ten times as many
+WEIGHT_LABELS = frozenset(
+    [*OPS, *(f"{op}.{k}" for op in _KINDED for k in ACTIVATION_KINDS),
+     *(f"Binary.{b}" for b in BINARY_OPS)])
 
 
 @dataclass(frozen=True)
@@ -77,14 +92,28 @@ def _kinds(value: Any, where: str) -> frozenset[str]:
         raise BackendError(f"backend {where}: kinds must be \"all\" or a list of kind names")
     unknown = sorted(set(value) - set(ACTIVATION_KINDS))
     if unknown:
-        raise BackendError(f"backend {where}: unknown activation kind {unknown[0]!r}")
+        raise BackendError(f"backend {where}: unknown activation kind {_short(unknown[0])}")
     return frozenset(value)
 
 
 def _number(value: Any, key: str, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
-        raise BackendError(f"backend {where}: cost.{key} must be a non-negative number")
+    # (0 <= value <= MAX_COST is False for NaN, and compares ints of any size exactly)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_COST:
+        raise BackendError(f"backend {where}: cost.{key} must be a number from 0 to {MAX_COST:g}, not {_short(value)}")
     return float(value)
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 128 else f"an integer of {len(str(value))} digits"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _string(doc: dict[str, Any], key: str, where: str, longest: int, empty: bool) -> str:
+    value = doc.get(key, "")
+    if not isinstance(value, str) or (not value and not empty) or len(value) > longest:
+        raise BackendError(f"backend {where}: {key} must be a {'' if empty else 'non-empty '}string of at most"
+                           f" {longest} characters")
+    return value
 
 
 def from_dict(doc: Any, where: str = "file") -> Backend:
@@ -92,19 +121,17 @@ def from_dict(doc: Any, where: str = "file") -> Backend:
         raise BackendError(f"backend {where}: expected a JSON object")
     unknown = sorted(set(doc) - _KEYS)
     if unknown:
-        raise BackendError(f"backend {where}: unknown key {unknown[0]!r}")
+        raise BackendError(f"backend {where}: unknown key {_short(unknown[0])}")
     for key in ("name", "ops", "cost"):
         if key not in doc:
             raise BackendError(f"backend {where}: missing key {key!r}")
-    name = doc["name"]
-    if not isinstance(name, str) or not name:
-        raise BackendError(f"backend {where}: name must be a non-empty string")
+    name = _string(doc, "name", where, MAX_NAME, empty=False)
     ops = doc["ops"]
     if not isinstance(ops, list) or not all(isinstance(o, str) for o in ops):
         raise BackendError(f"backend {name}: ops must be a list of op names")
     bad = sorted(set(ops) - set(OPS))
     if bad:
-        raise BackendError(f"backend {name}: unknown op {bad[0]!r}")
+        raise BackendError(f"backend {name}: unknown op {_short(bad[0])}")
     for leaf in ("Input", "Param", "Constant"):
         if leaf not in ops:
             raise BackendError(f"backend {name}: every backend must run {leaf}")
@@ -113,13 +140,17 @@ def from_dict(doc: Any, where: str = "file") -> Backend:
         raise BackendError(f"backend {name}: cost must be an object")
     unknown = sorted(set(cost) - _COST_KEYS)
     if unknown:
-        raise BackendError(f"backend {name}: unknown cost key {unknown[0]!r}")
+        raise BackendError(f"backend {name}: unknown cost key {_short(unknown[0])}")
     for key in ("launch", "byte", "flop", "view"):
         if key not in cost:
             raise BackendError(f"backend {name}: missing cost.{key}")
     weights = cost.get("weights", {})
     if not isinstance(weights, dict):
         raise BackendError(f"backend {name}: cost.weights must be an object")
+    unknown = sorted(set(weights) - WEIGHT_LABELS)
+    if unknown:
+        raise BackendError(f"backend {name}: unknown label {_short(unknown[0])} in cost.weights: use an op,"
+                           " Activation.<kind>, ActivationBackward.<kind> or Binary.<op>")
     model = CostModel(
         launch=_number(cost["launch"], "launch", name),
         byte=_number(cost["byte"], "byte", name),
@@ -127,9 +158,7 @@ def from_dict(doc: Any, where: str = "file") -> Backend:
         view=_number(cost["view"], "view", name),
         weights={str(k): _number(v, f"weights.{k}", name) for k, v in weights.items()},
     )
-    description = doc.get("description", "")
-    if not isinstance(description, str):
-        raise BackendError(f"backend {name}: description must be a string")
+    description = _string(doc, "description", name, 10 * MAX_NAME, empty=True)
     return Backend(
         name=name,
         description=description,
@@ -157,12 +186,9 @@ def load(name_or_path: str | Backend) -> Backend:
             f"unknown backend {name_or_path!r}: use one of {', '.join(BUILTIN)} or the path of a backend file"
         )
     try:
-        text = read_text(name_or_path, "backend")
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise BackendError(f"backend {name_or_path}: malformed JSON at line {e.lineno}: {e.msg}") from None
+        doc = parse_json(read_text(name_or_path, "backend", BACKEND_BYTES))
     except LowerError as e:
-        raise BackendError(str(e)) from None
+        raise BackendError(f"backend {name_or_path}: {e}" if not str(e).startswith("cannot read") else str(e)) from None
     return from_dict(doc, name_or_path)
 
 

@@ -31,9 +31,10 @@ from ..egraph.saturate import Iteration, Limits
 from ..errors import LowerError
 from ..extract import Costs, Extraction, graph_cost
 from ..graph import Graph, load_graph
-from ..lower import Saturated, check_legal, convert_back, extract_for, proof_note, saturate_graph
+from ..lower import Saturated, check_legal, convert_back, extract_for, proof_note, saturate_graph, stopped_early
 from ..ops import BACKWARD_OPS
 from ..provenance import Matcher
+from ..text import printable
 from .alternatives import Choice, Describer, Ranking, choices_for, rank
 
 __all__ = ["Exploration", "Lowered", "explore", "REPORT_KEYS"]
@@ -169,9 +170,9 @@ def _lower_for(s: Saturated, backend: Backend, matcher: Matcher, main: bool, ext
     try:
         ex, costs = extract_for(s, backend, extractor)
     except LowerError as e:
-        if main:
-            raise
-        error = str(e)
+        if main:  # (worded with the limit that stopped saturation, when one did)
+            raise LowerError(stopped_early(str(e), s.saturation)) from None
+        error = stopped_early(str(e), s.saturation)
         costs = Costs(s.tables, s.metas, backend, s.decoded)
     ranking = rank(s.tables, costs, s.roots)
     if ex is not None:
@@ -204,7 +205,8 @@ def explore(
             lowered[b.name] = _lower_for(s, b, matcher, main=False, extractor=extractor)
     seconds = dict(s.seconds)
     seconds.update({f"extract {k}": v.seconds for k, v in lowered.items()}, total=time.perf_counter() - start)
-    return Exploration(graph, target, others, s, lowered, seconds)
+    # (s.graph: the graph loaded, renumbered 0, 1, ... when its ids were beyond the e-graph's i64)
+    return Exploration(s.graph, target, others, s, lowered, seconds)
 
 
 def _cost(c: float | None) -> str:
@@ -215,7 +217,7 @@ def _summary(ex: Exploration) -> str:
     r = ex.report()
     sat = ex.saturated.saturation
     last = sat.iterations[-1] if sat.iterations else None
-    lines = [f"explored {r['graph'] or 'graph'} for {r['backend']}"]
+    lines = [f"explored {printable(r['graph'] or 'graph')} for {printable(r['backend'])}"]
     lines.append(f"  before  {r['before']['nodes']:>7,} nodes   cost {_cost(r['before']['cost'])}")
     lines.append(f"  after   {r['after']['nodes']:>7,} nodes   cost {_cost(r['after']['cost'])}"
                  + proof_note(r["extraction"] or {}))

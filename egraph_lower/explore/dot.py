@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..egraph.language import LEAF, REF, SCALAR
 from ..extract.walks import breadth_first
+from ..text import printable
 from .alternatives import is_own, label, value_name
 
 if TYPE_CHECKING:
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 
 
 def quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    """A DOT string: quotes and backslashes escaped, newlines as `\\n`, other controls shown escaped."""
+    return '"' + printable(text, keep_newlines=True).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def class_order(ex: Exploration) -> list[int]:
@@ -71,8 +73,8 @@ def render(ex: Exploration, max_classes: int = 400, max_enodes_per_class: int = 
     caption = title + "".join("\n" + n for n in notes)
     caption += "\ngreen: chosen for " + ex.backend.name + "; dashed: not runnable there; bold: an original node"
 
-    out = [f"// {title}"]
-    out += [f"// {n}" for n in notes]
+    out = [f"// {printable(title)}"]  # a newline in a name must not end the comment
+    out += [f"// {printable(n)}" for n in notes]
     out += [
         "digraph egraph {",
         "  graph [compound=true, newrank=true, rankdir=TB, fontname=\"Helvetica\", fontsize=11,"

@@ -19,6 +19,7 @@ from ..backends import Backend
 from ..extract import graph_cost
 from ..graph import Graph, Node
 from ..ops import BACKWARD_OPS
+from ..text import printable
 from .alternatives import Alternative
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ svg text { font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial
 
 
 def _e(x: Any) -> str:
-    return escape(str(x), quote=True)
+    return escape(printable(str(x), keep_newlines=True), quote=True)
 
 
 def _num(c: float | None) -> str:
