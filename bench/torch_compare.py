@@ -21,7 +21,8 @@ from pathlib import Path
 
 from common import ROOT, lower_cmd, measure
 from egraph_lower.build import GraphBuilder  # noqa: F401  (PYTHONPATH set by common)
-from egraph_lower.graph import Graph, Node, load_graph
+from egraph_lower.document import load_graph
+from egraph_lower.graph import Graph, Node
 
 
 def torch_chain(n: int, shape: tuple[int, ...] = (8, 16)) -> Graph:

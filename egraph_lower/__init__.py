@@ -14,7 +14,8 @@ from .egraph.saturate import Limits
 from .errors import BackendError, GraphError, IllegalGraphError, LowerError
 from .evaluate import evaluate
 from .explore import Exploration, explore
-from .graph import Graph, Node, load_graph
+from .document import from_dict, from_json, load_graph, validated
+from .graph import Graph, Node
 from .lower import LowerResult, Report, lower
 
 __all__ = [
@@ -31,8 +32,11 @@ __all__ = [
     "Report",
     "evaluate",
     "explore",
+    "from_dict",
+    "from_json",
     "load_backend",
     "load_graph",
     "lower",
+    "validated",
 ]
 __version__ = "0.1.0"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .document import validated
 from .graph import Graph, Node
 from .opdefs import OPDEFS
 from .validate import check_attrs, infer
@@ -116,4 +117,4 @@ class GraphBuilder:
 
     def build(self, outputs: Sequence[int], validate: bool = True) -> Graph:
         graph = Graph(nodes=list(self.nodes), outputs=list(outputs), name=self.name)
-        return graph.validated() if validate else graph
+        return validated(graph) if validate else graph

@@ -19,7 +19,7 @@ from typing import NoReturn
 from . import backends
 from .egraph.saturate import Iteration, Limits
 from .errors import LowerError
-from .graph import load_graph
+from .document import load_graph
 from .lower import EXTRACTORS
 from .outputs import STDOUT, Outputs
 from .text import printable

@@ -1,16 +1,17 @@
-"""The node graph of the interchange format: data classes, reading and writing JSON.
+"""The node graph of the interchange format: its data classes, and its JSON written and parsed.
 
-Reading goes through `validate.validate`, so a `Graph` built from a document has
-passed every check of the format; `Graph` objects built in code are checked by
-calling `graph.validated()`. What each call computes is defined here; the ways
-the calls take for large graphs (caches, memos, the garbage collector paused)
-are in `fast/`, where each module names the tests that hold it to the definition.
+`Node` and `Graph` are plain data; `Graph.to_json` writes the document (one node a
+line, `node_line`), `parse_json` reads JSON text strictly. Turning a document into
+a checked `Graph` is `document.py`'s (`from_json`, `from_dict`, `load_graph`,
+`validated`), which builds on this module and on `validate.py`. What each call
+computes is defined plainly; the ways the calls take for large graphs (caches,
+the garbage collector paused) are in `fast/`, where each module names the tests
+that hold it to the definition.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -19,7 +20,6 @@ from typing import Any
 from .errors import GraphError
 from .fast import collector, keys
 from .fast.nodes import without_init
-from .reading import read_text
 from .versions import LATEST, required_version
 
 FORMAT = "egraph-lower/graph"
@@ -97,29 +97,8 @@ class Graph:
         if self.name is not None:
             head["name"] = self.name
         yield "\n".join(["{", *(f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()), '  "nodes": [']) + "\n"
-        yield from node_line_chunks(self.nodes, nodes_per_chunk)
+        yield from node_line_chunks(self.nodes, nodes_per_chunk, node_line)
         yield f'\n  ],\n  "outputs": {json.dumps(list(self.outputs))}\n}}\n'
-
-    @classmethod
-    def from_dict(cls, doc: Any) -> Graph:
-        """The Graph of a parsed document, after every check of the format (GraphError otherwise)."""
-        from .validate import validate
-
-        return validate(doc)
-
-    @classmethod
-    def from_json(cls, text: str) -> Graph:
-        """`Graph.from_dict(parse_json(text))`: the same graph, or the same error."""
-        from .fast.reader import read_graph
-
-        return read_graph(text)
-
-    def validated(self) -> Graph:
-        """This graph, after a full round of the format's checks (raises GraphError)."""
-        from .validate import validate_graph
-
-        validate_graph(self)
-        return self
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -147,10 +126,3 @@ def parse_json(text: str) -> Any:
         raise GraphError("JSON nested too deeply") from None
     except ValueError as e:  # a number beyond Python's int-string conversion limit (4300 digits)
         raise GraphError(f"malformed JSON: {str(e).split(';')[0]}") from None
-
-
-def load_graph(path: str | os.PathLike[str]) -> Graph:
-    """Read (bounded, `reading.read_text`) and validate a graph document (raises LowerError
-    with a one-line message)."""
-    return Graph.from_json(read_text(path))
-

@@ -113,7 +113,7 @@ def _label(node: Node) -> str:
 def check_legal(graph: Graph, backend: Backend) -> None:
     """Every node runs on the backend (raises IllegalGraphError). That the graph is a valid
     document holds by construction and is checked by `extract.check_consistent`;
-    `graph.validated()` checks it from scratch."""
+    `document.validated(graph)` checks it from scratch."""
     runs = backend.runs
     for node in graph.nodes:
         if not runs(node.op, node.attrs.get("kind")):

@@ -1,11 +1,11 @@
-"""Every check of the graph format (version 1), and shape/dtype inference for one node.
+"""Every check of the graph format, and shape/dtype inference for one node.
 
 `infer` is the single source of truth for what an op computes from its inputs'
-shapes and dtypes; `validate` calls it for every distinct (op, attributes, input
-metas) of a document's non-leaf nodes and the e-graph side calls it for every
-e-node it builds. A dtype of None marks a broadcast scalar literal whose dtype is
-decided by the op that uses it. `validate_graph` makes validate's checks on a
-Graph's nodes.
+shapes and dtypes (each op's own inference is declared in `opdefs/`); validation
+calls it for every non-leaf node and the e-graph side for every e-node it builds.
+A dtype of None marks a broadcast scalar literal whose dtype is decided by the op
+that uses it. `check_document` is the definition of a valid document, node by
+node; `document.py` reads and checks graphs by it (through `fast/`).
 """
 
 from __future__ import annotations
@@ -35,8 +35,7 @@ _TOP_KEYS = {"format", "version", "name", "nodes", "outputs"}
 _NODE_KEYS = {"id", "op", "attrs", "inputs", "shape", "dtype", "name"}
 _REQUIRED_NODE_KEYS = ("inputs", "shape", "dtype")
 
-__all__ = ["Meta", "MAX_ELEMENTS", "broadcast_shapes", "check_shape", "infer", "check_attrs", "validate",
-           "check_document", "validate_graph"]
+__all__ = ["Meta", "MAX_ELEMENTS", "broadcast_shapes", "check_shape", "infer", "check_attrs", "check_document"]
 
 
 def infer(op: str, attrs: Mapping[str, Any], inputs: Sequence[Meta]) -> Meta:
@@ -123,27 +122,14 @@ def _rounds_finite(v: int | float, dtype: str) -> bool:
 
 # ---- the document -------------------------------------------------------------------------------
 # `check_document` is the definition: the document object, then every node in order (`check_node`,
-# the one place a node's errors are worded), then the outputs. `validate` and `validate_graph` decide
-# exactly as it does, by fast/validator.py, which checks what a graph repeats once.
-
-
-def validate(doc: Any) -> Graph:
-    """The Graph of a parsed document, after every check of the format (GraphError otherwise)."""
-    from .fast.validator import validate_counting_keys
-
-    return validate_counting_keys(doc)[0]
-
-
-def validate_graph(graph: Graph) -> None:
-    """The checks of `validate(graph.to_dict())`, run on the Node objects without the round trip:
-    raises the same GraphError for the same fault."""
-    from .fast.validator import validate_nodes
-
-    validate_nodes(graph)
+# the one place a node's errors are worded), then the outputs and the version. `document.from_dict`
+# and `document.validated` decide exactly as it does, by fast/validator.py, which checks what a graph
+# repeats once.
 
 
 def check_document(doc: Any) -> Graph:
-    """What `validate(doc)` gives, or the GraphError it raises, worked out node by node."""
+    """The Graph of a parsed document after every check of the format, node by node (GraphError
+    otherwise): the definition that `document.from_dict` and `document.validated` meet faster."""
     check_top(doc)
     seen = Seen(lambda: {r["id"] for r in doc["nodes"] if isinstance(r, dict) and _is_int(r.get("id"))})
     nodes = [check_node(raw, index, seen) for index, raw in enumerate(doc["nodes"])]

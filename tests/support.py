@@ -8,6 +8,7 @@ import numpy as np
 
 from egraph_lower.dtypes import FLOAT_DTYPES, to_numpy
 from egraph_lower.evaluate import evaluate
+from egraph_lower.document import validated
 from egraph_lower.graph import Graph
 
 # The acceptance tolerances (rtol, atol) against a float64 reference.
@@ -81,7 +82,7 @@ def assert_lowering_matches(original: Graph, lowered: Graph, feeds: dict[str, np
                             tolerance_of: str | None = None) -> None:
     """The lowered graph in its dtypes agrees with the original computed in float64
     (within the tolerance of `tolerance_of` when given, else of each output's dtype)."""
-    lowered.validated()  # the whole format's checks, from scratch
+    validated(lowered)  # the whole format's checks, from scratch
     want = evaluate(as_f64(original), feeds)
     got = evaluate(lowered, feeds)
     assert len(got) == len(want)

@@ -63,7 +63,7 @@ def test_lower_writes_graph_and_report(tmp_path: Path) -> None:
 def test_lower_to_stdout_and_quiet(tmp_path: Path) -> None:
     r = run("lower", str(EXAMPLE), "--backend", "cpu", "--quiet")
     assert r.returncode == 0 and r.stderr == ""
-    assert el.Graph.from_json(r.stdout).op_counts() == el.load_graph(EXAMPLE).op_counts()
+    assert el.from_json(r.stdout).op_counts() == el.load_graph(EXAMPLE).op_counts()
 
 
 def test_run_evaluates(tmp_path: Path) -> None:

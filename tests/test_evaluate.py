@@ -28,6 +28,7 @@ from egraph_lower.evaluate import (
     read_npz,
     write_npz,
 )
+from egraph_lower.document import from_dict
 from egraph_lower.graph import Graph, Node
 from egraph_lower.ops import ACTIVATION_KINDS, INTEGER_KINDS, OUTPUT_FORM_KINDS
 from test_activations import OUTPUT_DOMAIN
@@ -90,13 +91,13 @@ def node(id, op, inputs=(), shape=(), dtype="f32", /, **attrs) -> Node:
 
 @pytest.fixture(params=["direct", "from_dict"])
 def build(request):
-    """Build a Graph in code, and (second run) the same one through Graph.from_dict with validation."""
+    """Build a Graph in code, and (second run) the same one through document.from_dict with validation."""
 
     def make(nodes, outputs) -> Graph:
         g = Graph(nodes=list(nodes), outputs=list(outputs))
         if request.param == "from_dict":
             pytest.importorskip("egraph_lower.validate")
-            g = Graph.from_dict(g.to_dict())
+            g = from_dict(g.to_dict())
         return g
 
     return make

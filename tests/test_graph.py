@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from egraph_lower import ops
 from egraph_lower.dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES
 from egraph_lower.errors import GraphError, LowerError
-from egraph_lower.graph import FORMAT, Graph, Node, load_graph, new_node, parse_json
+from egraph_lower.document import from_dict, from_json, load_graph, validated
+from egraph_lower.graph import FORMAT, Graph, Node, new_node, parse_json
 from egraph_lower.outputs import write_atomic
 from egraph_lower.versions import required_version
 
@@ -137,11 +138,11 @@ NAMED = {
 
 @pytest.mark.parametrize("d", [json.loads(SPEC_EXAMPLE), NAMED], ids=["spec", "named"])
 def test_round_trip(d: dict[str, Any]) -> None:
-    g = Graph.from_dict(d)
+    g = from_dict(d)
     assert g.to_dict() == d
-    again = Graph.from_json(g.to_json())
+    again = from_json(g.to_json())
     assert again.to_dict() == g.to_dict() == json.loads(g.to_json())
-    assert again.validated().to_dict() == d
+    assert validated(again).to_dict() == d
 
 
 # ---- generated valid graphs: NumPy decides every shape -----------------------------------------
@@ -297,8 +298,8 @@ def _matmul_shape(a: Any, b: Any) -> Any:
 @settings(max_examples=200, deadline=None)
 @given(graphs())
 def test_generated_graphs_round_trip(d: dict[str, Any]) -> None:
-    g = Graph.from_dict(d)  # every shape was decided by NumPy: validation must agree
-    again = Graph.from_json(g.to_json())
+    g = from_dict(d)  # every shape was decided by NumPy: validation must agree
+    again = from_json(g.to_json())
     assert again.to_dict() == g.to_dict()
     assert json.loads(g.to_json()) == g.to_dict()
     for raw, n in zip(d["nodes"], again.nodes):  # attrs are kept exactly as written, no defaults added
@@ -401,7 +402,7 @@ def test_a_failing_chunk_leaves_the_target_as_it_was(tmp_path: Path) -> None:
 @settings(max_examples=100, deadline=None)
 @given(graphs())
 def test_to_json_of_generated_graphs(d: dict[str, Any]) -> None:
-    g = Graph.from_dict(d)
+    g = from_dict(d)
     assert g.to_json() == reference_to_json(g)
 
 
@@ -416,22 +417,22 @@ def test_reading_and_writing_leave_the_collector_as_they_found_it() -> None:
     """Reading and writing pause the garbage collector (fast/collector.py): it is on again after
     them, after an error too, still off if it was off, and what the program froze stays frozen."""
     text = Graph([Node(i, "Input", (), (i,), "f32", {"name": f"x{i}"}) for i in range(2000)], [0]).to_json()
-    g = Graph.from_json(text)
+    g = from_json(text)
     assert gc.isenabled() and len(g.nodes) == 2000 and g.node(5) == Node(5, "Input", (), (5,), "f32", {"name": "x5"})
     assert g.to_json() == text and gc.isenabled()
     with pytest.raises(GraphError, match="node 5"):
-        Graph.from_json(text.replace('"x5"', "5"))
+        from_json(text.replace('"x5"', "5"))
     assert gc.isenabled()
     gc.disable()
     try:
-        assert Graph.from_json(text).nodes == g.nodes and g.to_json() == text and not gc.isenabled()
+        assert from_json(text).nodes == g.nodes and g.to_json() == text and not gc.isenabled()
     finally:
         gc.enable()
     kept = [object()]
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
-        assert frozen > 0 and Graph.from_json(text).nodes == g.nodes and gc.get_freeze_count() == frozen
+        assert frozen > 0 and from_json(text).nodes == g.nodes and gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
     assert kept
@@ -441,9 +442,9 @@ def test_reading_and_writing_leave_the_collector_as_they_found_it() -> None:
 
 
 def checked(text: str) -> Any:
-    """Graph.from_json as first written: every object checked for duplicate keys as it is parsed."""
+    """from_json as first written: every object checked for duplicate keys as it is parsed."""
     try:
-        g = Graph.from_dict(parse_json(text))
+        g = from_dict(parse_json(text))
     except Exception as e:
         return type(e).__name__, str(e)
     return g.nodes, g.outputs, g.name
@@ -452,7 +453,7 @@ def checked(text: str) -> Any:
 def read(text: str) -> Any:
     want = checked(text)
     try:
-        g = Graph.from_json(text)
+        g = from_json(text)
     except Exception as e:
         assert (type(e).__name__, str(e)) == want
     else:
@@ -495,7 +496,7 @@ def test_from_json_finds_every_duplicate_key(old: str, new: str, words: str | No
 @settings(max_examples=200, deadline=None)
 @given(graphs(), st.data())
 def test_from_json_is_parse_json_then_validate(d: dict[str, Any], data: st.DataObject) -> None:
-    text = Graph.from_dict(d).to_json()
+    text = from_dict(d).to_json()
     keys = [m.start() for m in re.finditer(r'"[a-z_]+": ', text)]
     for _ in range(data.draw(st.integers(0, 2))):  # a repeated key, a colon in a string, or both
         at = data.draw(st.sampled_from(keys))

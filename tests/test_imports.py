@@ -8,11 +8,8 @@ module `P.name` when there is one (`from . import backends`), else `P` itself.
 Importing `P.Q` also runs `P`'s `__init__`, but that is the package around it, not
 an import B asked for, and does not count.
 
-Three edges that close cycles are known and left for now (`KNOWN`), each in code
+Two edges that close cycles are known and left for now (`KNOWN`), each in code
 being reworked on another branch at the same time:
-- `Graph.from_dict`, `Graph.from_json` and `Graph.validated` (graph.py) call the
-  validator, which builds Graphs (validate.py imports graph.py): breaking it means
-  moving those readers out of graph.py;
 - torch/aten.py imports aten_losses at its end so that its handlers register, and
   aten_losses imports aten's registry;
 - torch/importer.py looks up aten's handler table inside a function, and aten's
@@ -29,10 +26,6 @@ import egraph_lower
 
 ROOT = Path(egraph_lower.__file__).parent
 KNOWN = {  # (importer, imported): see the docstring
-    ("egraph_lower.graph", "egraph_lower.validate"),
-    ("egraph_lower.graph", "egraph_lower.fast.reader"),
-    ("egraph_lower.graph", "egraph_lower.fast.writer"),
-    ("egraph_lower.validate", "egraph_lower.fast.validator"),
     ("egraph_lower.torch.aten", "egraph_lower.torch.aten_losses"),
     ("egraph_lower.torch.importer", "egraph_lower.torch.aten"),
 }

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from egraph_lower import backends
-from egraph_lower.graph import load_graph
+from egraph_lower.document import load_graph
 from egraph_lower.lower import saturate_graph
 from egraph_lower.provenance import Matcher
 

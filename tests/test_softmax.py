@@ -62,7 +62,7 @@ def test_bad_softmax_nodes_are_refused_in_one_line(axis: int, dtype: str, words:
         {"id": 0, "op": "Input", "attrs": {"name": "x"}, "inputs": [], "shape": [4, 6], "dtype": dtype},
         {"id": 1, "op": "Softmax", "attrs": {"axis": axis}, "inputs": [0], "shape": [4, 6], "dtype": dtype}]}
     with pytest.raises(GraphError, match=words) as e:
-        el.Graph.from_dict(doc).validated()
+        el.validated(el.from_dict(doc))
     assert str(e.value).startswith("node 1") and "\n" not in str(e.value)
 
 

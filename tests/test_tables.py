@@ -15,7 +15,7 @@ from egraph_lower.egraph import tables
 from egraph_lower.egraph.language import REF, SCALAR
 from egraph_lower.egraph.load import load
 from egraph_lower.egraph.saturate import saturate
-from egraph_lower.graph import load_graph
+from egraph_lower.document import load_graph
 
 
 def saturated() -> bindings.EGraph:

@@ -104,7 +104,7 @@ def test_training_step_matches_eager(act: str, target: str) -> None:
         assert not illegal, f"{graph.name}: {target} does not run {illegal[:3]}"
         if target == "metal":
             assert not [n for n in graph.nodes if n.op in BACKWARD_OPS]
-        assert el.Graph.from_json(graph.to_json()).to_dict() == graph.to_dict()
+        assert el.from_json(graph.to_json()).to_dict() == graph.to_dict()
 
 
 def test_backward_ops_reach_the_importer() -> None:
@@ -169,7 +169,7 @@ def _round_trip(fn: Callable[..., Any], *args: Any) -> elt.Imported:
     """Import fn's aten graph, export it back; the export computes what the graph computed."""
     gm = _aten(fn, *args)
     imported = elt.import_graph(gm)
-    imported.graph.validated()
+    el.validated(imported.graph)
     exported = elt.export_graph(imported.graph, imported.signature)
     want, got = gm(*args), exported(*args)
     assert len(want) == len(got)

@@ -18,7 +18,9 @@ from egraph_lower.errors import GraphError
 from egraph_lower.graph import Graph, Node
 from egraph_lower.versions import LATEST
 from egraph_lower.fast.validator import validate_counting_keys
-from egraph_lower.validate import broadcast_shapes, check_attrs, check_document, infer, validate, validate_graph
+from egraph_lower.document import from_dict as validate
+from egraph_lower.document import from_json, validated
+from egraph_lower.validate import broadcast_shapes, check_attrs, check_document, infer
 
 # ---- building documents ---------------------------------------------------------------------------
 
@@ -510,7 +512,7 @@ def _never_crashes(d: Any) -> None:
         assert "\n" not in str(e)
     else:
         assert isinstance(g, Graph)
-        assert Graph.from_json(g.to_json()).to_dict() == g.to_dict()
+        assert from_json(g.to_json()).to_dict() == g.to_dict()
 
 
 @settings(max_examples=300)
@@ -672,7 +674,12 @@ def test_validate_is_the_node_by_node_checks(data: st.DataObject) -> None:
     same_as_reference(d)
 
 
-# ---- validate_graph: validate's checks on a Graph's nodes ------------------------------------------
+# ---- validated: the document's checks on a Graph's nodes ------------------------------------------
+
+
+def validate_graph(g: Graph) -> None:
+    """`validated(g)`, for `outcome`: None when the graph passes."""
+    validated(g)
 
 
 def graph_of(d: dict[str, Any], tuples: bool) -> Graph:
@@ -688,7 +695,7 @@ def validate_graph_agrees(g: Graph) -> Any:
     try:
         d = g.to_dict()
     except Exception:
-        return None  # not a graph the format can write (validate_graph makes no promise on it)
+        return None  # not a graph the format can write (validated makes no promise on it)
     want = outcome(lambda: validate(d) and None)
     assert outcome(validate_graph, g) == want
     return want

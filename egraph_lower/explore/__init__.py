@@ -30,7 +30,8 @@ from ..backends import Backend
 from ..egraph.saturate import Iteration, Limits
 from ..errors import LowerError
 from ..extract import Costs, Extraction, graph_cost
-from ..graph import Graph, load_graph
+from ..document import load_graph
+from ..graph import Graph
 from ..lower import Saturated, check_legal, convert_back, extract_for, proof_note, saturate_graph, stopped_early
 from ..ops import BACKWARD_OPS
 from ..provenance import Matcher

@@ -3,8 +3,8 @@
 `graph.py` and `validate.py` say what those calls compute, plainly; the modules here compute the same
 thing faster, and each names the tests that hold it to the plain definition:
 
-- `reader`: `Graph.from_json` without a Python call per JSON object (the duplicate-key check by
-  counting colons), against `Graph.from_dict(parse_json(text))`;
+- `reader`: `document.from_json` without a Python call per JSON object (the duplicate-key check by
+  counting colons), against `check_document(parse_json(text))`;
 - `validator`: validation that checks what a graph repeats once, against `validate.check_document`;
 - `writer`: node lines built from per-value caches, against `graph.node_line`;
 - `nodes`: `Node` objects built without the frozen dataclass's `__init__`;

@@ -1,6 +1,6 @@
 """Reading a graph document's text without a Python call per JSON object.
 
-`read_graph(text)` is `Graph.from_dict(parse_json(text))`, the plain definition in graph.py: the
+`read_graph(text)` is `check_document(parse_json(text))`, the plain definition: the
 same Graph, or the same error in the same words. tests/test_graph.py holds it to that
 (`test_from_json_finds_every_duplicate_key`, `test_from_json_is_parse_json_then_validate`)."""
 
@@ -35,4 +35,4 @@ def read_graph(text: str) -> Graph:
                 return graph
         except Exception:
             pass
-        return Graph.from_dict(parse_json(text))
+        return validate_counting_keys(parse_json(text))[0]

@@ -6,12 +6,14 @@ line to it (`test_to_json_writes_what_json_dumps_writes` and the generated graph
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..graph import Node, node_line
 from .collector import gc_paused
 from .keys import attrs_key
+
+if TYPE_CHECKING:
+    from ..graph import Node
 
 _NODE_SEPARATORS = (", ", ": ")
 # inputs (exact ints) by arity: "%d" writes what str() and json.dumps write, at half the cost of str(list(...))
@@ -19,10 +21,11 @@ _INPUTS_JSON = ["[" + ", ".join(["%d"] * k) + "]" for k in range(8)]
 _json_str = json.encoder.encode_basestring_ascii  # what json.dumps writes for a str (ensure_ascii)
 
 
-def node_line_chunks(nodes: Sequence[Node], per_chunk: int) -> Iterator[str]:
+def node_line_chunks(nodes: Sequence[Node], per_chunk: int, node_line: Callable[[Node], str]) -> Iterator[str]:
     """The node lines of a document, indented and joined by ",\\n", `per_chunk` nodes a piece
-    (every piece after the first starts with the ",\\n" that joins it to the one before)."""
-    lines = NodeLines()
+    (every piece after the first starts with the ",\\n" that joins it to the one before).
+    `node_line` is the plain definition of a line (graph.py's), used for any node the caches do not take."""
+    lines = NodeLines(node_line)
     with gc_paused():
         for start in range(0, len(nodes), per_chunk):
             yield ("" if start == 0 else ",\n") + ",\n".join(lines(nodes[start:start + per_chunk]))
@@ -34,7 +37,8 @@ class NodeLines:
     `node_line` writes any other node whole, and any attributes without a cache key are written
     by json.dumps."""
 
-    def __init__(self) -> None:
+    def __init__(self, node_line: Callable[[Node], str]) -> None:
+        self.node_line = node_line
         self.strs: dict[str, str] = {}  # op and dtype -> their JSON
         self.shapes: dict[tuple[int, ...], tuple[tuple[int, ...], str]] = {}  # shape -> (a tuple of ints, JSON)
         self.attrs_json: dict[tuple[Any, ...], str] = {}
@@ -90,5 +94,5 @@ class NodeLines:
                                    f'"shape": {s_shape[1]}, "dtype": {s_dtype}'
                                    + ("}" if name is None else f', "name": {_json_str(name)}}}'))
                             continue
-            append(f"    {node_line(n)}")
+            append(f"    {self.node_line(n)}")
         return lines

@@ -24,6 +24,7 @@ import torch.fx as fx
 from ..build import GraphBuilder
 from ..dtypes import INT_DTYPES, round_to
 from ..errors import GraphError
+from ..document import validated
 from ..graph import Graph
 from .common import Imported, Signature, Slot, UnsupportedOp, format_dtype
 
@@ -246,7 +247,7 @@ def _finish(ctx: Context, out_node: fx.Node, placeholders: list[str], counts: di
         else:
             raise ctx.refuse(f"output {item.name} is not a tensor the graph computes")
     used = _reachable(ctx, outputs)
-    graph = Graph([n for n in ctx.b.nodes if n.id in used], outputs, ctx.b.name).validated()
+    graph = validated(Graph([n for n in ctx.b.nodes if n.id in used], outputs, ctx.b.name))
     return Imported(graph, Signature(tuple(placeholders), tuple(slots), returns_tuple), counts)
 
 
