@@ -124,3 +124,18 @@ def test_lowers_on_every_backend(backend: str, reduction: str) -> None:
 def test_expansions_in_other_dtypes(dtype: str) -> None:
     graph = step("mean", dtype)
     assert_lowering_matches(graph, el.lower(graph, "wgpu").graph, feeds(dtype))
+
+
+@pytest.mark.parametrize("backend", ["wgpu", "tpu"])
+def test_rows_of_length_one_lower_exactly(backend: str) -> None:
+    b = GraphBuilder("length one")
+    x, dy = b.input("x", [3, 1], "f32"), b.input("dy", [3, 1], "f32")
+    y, ly = b.op("Softmax", x, axis=1), b.op("LogSoftmax", x, axis=1)
+    graph = b.build([y, ly, b.op("SoftmaxBackward", y, dy, axis=1), b.op("LogSoftmaxBackward", ly, dy, axis=1)])
+    f = {"x": np.array([[-1e4], [0.5], [3e38]], np.float32), "dy": np.array([[2.0], [-1.0], [1e-30]], np.float32)}
+    want = el.evaluate(graph, f)
+    got = el.evaluate(el.lower(graph, backend).graph, f)
+    np.testing.assert_array_equal(want[0], np.ones((3, 1)))
+    np.testing.assert_array_equal(want[1], np.zeros((3, 1)))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
