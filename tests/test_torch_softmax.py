@@ -90,6 +90,24 @@ def test_half_to_float_casts_first() -> None:
     assert ops[1:] == [("Cast", "f32"), ("Softmax", "f32")]
 
 
+def test_half_to_float_backward_computes_in_f32_then_casts() -> None:
+    y, g = torch.softmax(torch.randn(3, 4), 1), torch.randn(3, 4)
+
+    def f(y: Any, g: Any) -> Any:
+        return A._softmax_backward_data(g, y, 1, torch.float16), A._log_softmax_backward_data(g, y, 0, torch.float16)
+
+    gm = make_fx(f, tracing_mode="fake")(y, g)
+    imported = elt.import_graph(gm)
+    ops = [(n.op, n.dtype) for n in imported.graph.nodes if n.op != "Input"]
+    assert ops == [("SoftmaxBackward", "f32"), ("Cast", "f16"), ("LogSoftmaxBackward", "f32"), ("Cast", "f16")]
+    # torch's CPU kernels refuse input_dtype f16 with f32 operands (a CUDA path): the f32 result, cast
+    want = (A._softmax_backward_data(g, y, 1, torch.float32).half(),
+            A._log_softmax_backward_data(g, y, 0, torch.float32).half())
+    for w, got in zip(want, elt.export_graph(imported.graph, imported.signature)(y, g)):
+        assert got.dtype == torch.float16
+        torch.testing.assert_close(got, w, rtol=0, atol=0)
+
+
 def _train(model: nn.Module, step: Callable[..., Any], x: Any, y: Any) -> list[list[Any]]:
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     grads = []

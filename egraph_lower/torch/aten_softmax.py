@@ -21,11 +21,13 @@ import torch
 
 from ..opdefs.mse import REDUCTIONS
 from .aten import handles
+from .common import format_dtype
 from .importer import Context
 
 
 def _promoted(ctx: Context, *args: Any) -> str:
-    return ctx.meta_of(torch.empty((), dtype=torch.result_type(*(ctx.val(a) for a in args))))[1]
+    node = ctx.node.name if ctx.node is not None else None
+    return format_dtype(torch.result_type(*(ctx.val(a) for a in args)), "softmax backward", node)
 
 
 @handles("_softmax.default", "_log_softmax.default")
