@@ -16,6 +16,10 @@ import egraph_lower as el
 from egraph_lower.build import GraphBuilder
 from egraph_lower.errors import GraphError
 from egraph_lower.evaluate import apply
+from egraph_lower.rules import ALL_RULES, BY_NAME
+from egraph_lower.rules.check import check, check_rule
+from egraph_lower.rules.domains import DTYPES
+from egraph_lower.rules.dsl import Rule, rule
 from support import assert_lowering_matches
 
 BACKENDS = ("cpu", "mlx", "metal", "tpu", "wgpu")
@@ -139,3 +143,40 @@ def test_rows_of_length_one_lower_exactly(backend: str) -> None:
     np.testing.assert_array_equal(want[1], np.zeros((3, 1)))
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+BROKEN = [
+    # no maximum subtracted: exp overflows for large logits
+    rule("broken-softmax-no-max", "-", "(Softmax axis axes x)", "(/ (Exp x) (Reduce.Sum axes 1 (Exp x)))",
+         group="forward"),
+    # a sum written as 7 means: right for rows of 7, wrong for rows of length 1
+    rule("broken-softmax-seven", "-", "(Softmax axis axes x)", "(/ e (* 7 (Reduce.Mean axes 1 e)))",
+         group="forward", lets={"e": "(Exp (- x (Reduce.Max axes 1 x)))"}),
+    # log(softmax): softmax underflows to 0 where log-softmax is finite
+    rule("broken-log-of-softmax", "-", "(LogSoftmax axis axes x)", "(Log (Softmax axis axes x))", group="forward"),
+    # x - logsumexp(x): cancels for large logits
+    rule("broken-log-softmax-lse", "-", "(LogSoftmax axis axes x)",
+         "(- x (+ m (Log (Reduce.Sum axes 1 (Exp (- x m))))))", group="forward",
+         lets={"m": "(Reduce.Max axes 1 x)"}),
+    # the softmax backward's formula used for log-softmax
+    rule("broken-log-softmax-bwd", "-", "(LogSoftmaxBackward axis axes y dy)",
+         "(* (Exp y) (- dy (Reduce.Sum axes 1 (* dy (Exp y)))))", group="backward"),
+    # the mean's 1/N forgotten
+    rule("broken-mse-mean-bwd", "-", "(MseLossBackward.mean axes x t dy)", "(* 2 (* dy (- x t)))", group="backward"),
+    # (x - t)^2 for the sum's gradient, not 2 (x - t)
+    rule("broken-mse-sum-bwd", "-", "(MseLossBackward.sum axes x t dy)", "(* dy (* (- x t) (- x t)))",
+         group="backward"),
+]
+
+
+@pytest.mark.parametrize("broken", BROKEN, ids=lambda r: r.name)
+def test_checker_catches_a_broken_rule(broken: Rule) -> None:
+    results = [check_rule(broken, d) for d in DTYPES]
+    assert not all(r.ok for r in results), [(r.dtype, r.worst) for r in results]
+
+
+def test_every_rule_of_the_family_passes_the_checker() -> None:
+    names = [r.name for r in ALL_RULES if r.name.startswith(("softmax", "log-softmax", "mse"))]
+    assert len(names) >= 14
+    failed = [(r.rule, r.dtype, r.worst) for r in check([BY_NAME[n] for n in names]) if not r.ok]
+    assert not failed

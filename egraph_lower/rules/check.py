@@ -25,6 +25,7 @@ Domains: `domains.py` (each op's declaration names one).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -170,7 +171,15 @@ def _point(env: dict[str, object], shape: tuple[int, ...], index: int) -> dict[s
 
 
 def check_rule(rule: Rule, dtype: str) -> CheckResult:
-    env = domain(rule, dtype)
+    """The rule's worst error in `dtype` over its domain (over each environment, when the domain has
+    several: arrays of different shapes, such as softmax rows of length 1)."""
+    envs = domain(rule, dtype)
+    results = [_check_env(rule, dtype, env) for env in (envs if isinstance(envs, list) else [envs])]
+    worst = max(results, key=lambda r: r.worst)
+    return dataclasses.replace(worst, fused=max(r.fused for r in results), points=sum(r.points for r in results))
+
+
+def _check_env(rule: Rule, dtype: str, env: dict[str, object]) -> CheckResult:
     ref = eval_term(rule.lhs, {k: (_round(v, "f64") if isinstance(v, np.ndarray) else v) for k, v in env.items()},
                     "f64")
     got = eval_term(rule.rhs, env, dtype)

@@ -96,9 +96,13 @@ def _grid(*arrays: np.ndarray) -> list[np.ndarray]:
     return [m.ravel() for m in mesh]
 
 
-def domain(rule: Rule, dtype: str) -> dict[str, object]:
+Env = dict[str, object]
+
+
+def domain(rule: Rule, dtype: str) -> Env | list[Env]:
     """The environment (variable -> array of dtype, or primitive) the rule is checked on: the domain
-    its lhs op declares (`OpDef.domain`, one of `DOMAINS`)."""
+    its lhs op declares (`OpDef.domain`, one of `DOMAINS`); a list of them where the domain needs
+    arrays of different shapes."""
     op = language.CTORS[_ctor(rule)].op
     name = OPDEFS[op].domain
     if name is None:
@@ -154,9 +158,10 @@ def _bn_domain(rule: Rule, dtype: str) -> dict[str, object]:
     return env
 
 
-def _softmax_domain(rule: Rule, dtype: str) -> dict[str, object]:
-    """Rows of C = 7 logits over the last axis: spreads from 1e-3 to 100 (so some y underflow d), rows
-    of equal logits, rows with one dominant logit, large logits (1e4 and beyond, up to a quarter of d's
+def _softmax_domain(rule: Rule, dtype: str) -> list[Env]:
+    """Two environments over the last axis: rows of length 1 (y = 1, or 0 for log-softmax; nan for -inf)
+    with every dy (half of them times 1e-30), and rows of C = 7 logits: spreads from 1e-3 to 100 (so some
+    y underflow d), rows of equal logits, rows with one dominant logit, large logits (1e4 and beyond, up to a quarter of d's
     largest finite value), rows with -inf entries (masked) and a row all -inf (nan, as torch); y is the
     lhs's forward output (softmax or log-softmax of x, in float64) rounded to d; dy of mixed signs and
     magnitudes, with rows scaled to tiny (1e-30) and huge (1e30, capped to d's range) gradients."""
@@ -173,15 +178,23 @@ def _softmax_domain(rule: Rule, dtype: str) -> dict[str, object]:
     masked[0, :6] = masked[1, 1::2] = masked[2, 0] = -np.inf
     masked[3, :] = -np.inf
     x = _round(np.concatenate([np.array(rows), masked]), dtype).astype(np.float64)
+    dy = rng.choice(np.array(_DY), size=x.shape) * rng.uniform(0.5, 2.0, size=x.shape)
+    dy[-6] *= 1e-30
+    dy[-5] *= min(1e30, MAX[dtype] / 1e5)
+    single = _round(np.array([0.0, -3.5, 1e4, -1e4, MAX[dtype] / 4, -MAX[dtype] / 4, -np.inf]), dtype)
+    x1 = np.repeat(single.astype(np.float64), len(_DY))[:, None]  # every logit with every dy
+    dy1 = np.tile(np.array(_DY), len(single))[:, None]
+    dy1[1::2] *= 1e-30
+    return [_softmax_env(names, rule, x1, dy1, dtype), _softmax_env(names, rule, x, dy, dtype)]
+
+
+def _softmax_env(names: set[str], rule: Rule, x: np.ndarray, dy: np.ndarray, dtype: str) -> Env:
     with np.errstate(invalid="ignore"):
         s = x - x.max(axis=1, keepdims=True)
         e = np.exp(s)
         total = e.sum(axis=1, keepdims=True)
         y = s - np.log(total) if "LogSoftmax" in _ctor(rule) else e / total
-    dy = rng.choice(np.array(_DY), size=x.shape) * rng.uniform(0.5, 2.0, size=x.shape)
-    dy[-6] *= 1e-30
-    dy[-5] *= min(1e30, MAX[dtype] / 1e5)
-    env: dict[str, object] = {"axis": -1, "axes": "[1]"}
+    env: Env = {"axis": -1, "axes": "[1]"}
     for name, v in (("x", x), ("y", y), ("dy", dy)):
         if name in names:
             env[name] = _round(v, dtype)
@@ -217,7 +230,7 @@ def _variables(rule: Rule) -> set[str]:
 
 
 # the sampling domains an op's declaration may name (`OpDef.domain`)
-DOMAINS: dict[str, Callable[[Rule, str], dict[str, object]]] = {
+DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "activation": _activation_domain,
     "relu": lambda rule, dtype: _activation_domain(rule, dtype, "Relu"),
     "batchnorm": _bn_domain,
