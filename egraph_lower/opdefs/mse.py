@@ -11,7 +11,7 @@ respect to the target is -dx (an autograd graph negates it; no op of its own).
 
 x comes first in the backward op (torch's `mse_loss_backward` has dy first): the
 e-graph's derived fields see the rank of the first input only, and the rules need x's
-axes (`axes`, every axis of x) to state 1/N for "mean".
+axes (`axes`, every axis of x) to state N for "mean".
 """
 
 from __future__ import annotations
