@@ -87,7 +87,11 @@ ALL_OPS = doc(
     node(23, "BatchNormInferenceBackwardBeta", [5], [3], F),
     node(24, "Softmax", [0], [2, 3], F, {"axis": -1}),
     node(25, "SoftmaxBackward", [24, 5], [2, 3], F, {"axis": 1}),
-    outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25], name="all ops",
+    node(26, "LogSoftmax", [0], [2, 3], F, {"axis": 0}),
+    node(27, "LogSoftmaxBackward", [26, 5], [2, 3], F, {"axis": -1}),
+    node(28, "MseLoss", [0, 5], [], F, {"reduction": "mean"}),
+    node(29, "MseLossBackward", [0, 5, 28], [2, 3], F, {"reduction": "sum"}),
+    outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29], name="all ops",
 )
 
 

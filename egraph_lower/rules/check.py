@@ -13,7 +13,8 @@ For a rule `lhs => rhs` and a dtype d (f64, f32, f16, bf16):
   small multiple of d's smallest normal, see domains.py):
   an error relative to the incoming gradient is what matters where f' is tiny.
   Forward rules use |ref| (Gelu: max(|ref|, |x|), see forward.py; the batch-norm
-  sums and the BN forward use the sum of the magnitudes of the terms, the
+  sums, the BN forward and the log-softmax backward use the sum of the magnitudes of
+  the terms, the
   condition of a sum). Equal infinities, and nan against nan, count as equal; a
   reference that overflows d must be met by the same infinity.
 - `fused` is the same measure for the lhs evaluated in d (the op as one fused
@@ -24,6 +25,7 @@ Domains: `domains.py` (each op's declaration names one).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +37,7 @@ from ..egraph import language
 from ..evaluate import apply
 from . import ALL_RULES
 from .approximations import ATAN_MAX_ABS_ERROR, ERF_MAX_ABS_ERROR
-from .domains import BN_EPS, DTYPES, EPS, FLOOR, UNDERFLOW_X, _ctor, _kind, _round, domain
+from .domains import BN_EPS, DTYPES, EPS, FLOOR, TINY, UNDERFLOW_X, _ctor, _kind, _round, domain
 from .dsl import App, Lit, Rule, Term, Var
 
 
@@ -60,7 +62,7 @@ def bound(rule: Rule, dtype: str) -> float:
         # number is |x f'/f| ~ |2u| (1 + 2a x^2)/(1 + a x^2) <= 2|2u|, and the ~5 roundings of u (0.5 eps
         # each) reach the result multiplied by |2u|, which is at most UNDERFLOW_X before f underflows.
         return DEFAULT_BOUND + 2.5 * UNDERFLOW_X[dtype]
-    if rule.name == "softmax-lower":
+    if rule.name in ("softmax-lower", "softmax-lower-recip", "softmax-exp-log"):
         # exp(x - max) turns the rounding of x - max (0.5 eps relative: 0.5 eps |x - max| absolute) into a
         # relative error of 0.5 eps |x - max|, and |x - max| is at most UNDERFLOW_X before y falls below FLOOR.
         return DEFAULT_BOUND + 0.5 * UNDERFLOW_X[dtype]
@@ -116,7 +118,7 @@ def eval_term(t: Term, env: dict[str, object], dtype: str) -> np.ndarray:
 # --------------------------------------------------------------------------- the measure
 
 
-def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray) -> np.ndarray:
+def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray, dtype: str) -> np.ndarray:
     f = {k: np.asarray(v, dtype=np.float64) for k, v in env.items() if isinstance(v, np.ndarray)}
     label = _ctor(rule) if _ctor(rule) != "Act" else f"Act.{_kind(rule)}"
     with np.errstate(all="ignore"):
@@ -126,6 +128,15 @@ def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray) -> np.ndarray:
             return np.sum(np.abs(f["dy"] * (f["x"] - f["mean"])), axis=0) / np.sqrt(f["var"] + BN_EPS)
         if label == "BnBwdBeta":
             return np.sum(np.abs(f["dy"]), axis=0)
+        if label == "LogSoftmax":
+            # a log-probability: an absolute error e in y is a relative error e in exp(y)
+            return np.maximum(np.abs(ref), 1.0)
+        if label == "LogSoftmaxBwd":
+            # dy - exp(y) sum(dy): the sum's condition, sum |dy|, reaches every element through exp(y),
+            # which has an absolute error of up to TINY(d) eps(d) where it is subnormal in d
+            p = np.maximum(np.exp(f["y"]), TINY[dtype])
+            terms = p * np.sum(np.abs(f["dy"]), axis=-1, keepdims=True)
+            return np.maximum(np.maximum(np.abs(ref), np.abs(f["dy"])), terms)
         scale = np.abs(ref)
         if "dy" in f:
             scale = np.maximum(scale, np.abs(np.broadcast_to(f["dy"], ref.shape)))
@@ -139,7 +150,7 @@ def _errors(rule: Rule, env: dict[str, object], got: np.ndarray, ref: np.ndarray
     ref = np.asarray(ref, dtype=np.float64)
     with np.errstate(all="ignore"):
         ref_d = _round(ref, dtype).astype(np.float64)
-        scale = np.maximum(_scale(rule, env, ref), FLOOR[dtype])
+        scale = np.maximum(_scale(rule, env, ref, dtype), FLOOR[dtype])
         err = np.abs(got - ref) / scale / EPS[dtype]
         same = (got == ref) | (np.isnan(got) & np.isnan(ref)) | (np.isinf(ref_d) & (got == ref_d))
         err = np.where(same, 0.0, err)
@@ -160,7 +171,15 @@ def _point(env: dict[str, object], shape: tuple[int, ...], index: int) -> dict[s
 
 
 def check_rule(rule: Rule, dtype: str) -> CheckResult:
-    env = domain(rule, dtype)
+    """The rule's worst error in `dtype` over its domain (over each environment, when the domain has
+    several: arrays of different shapes, such as softmax rows of length 1)."""
+    envs = domain(rule, dtype)
+    results = [_check_env(rule, dtype, env) for env in (envs if isinstance(envs, list) else [envs])]
+    worst = max(results, key=lambda r: r.worst)
+    return dataclasses.replace(worst, fused=max(r.fused for r in results), points=sum(r.points for r in results))
+
+
+def _check_env(rule: Rule, dtype: str, env: dict[str, object]) -> CheckResult:
     ref = eval_term(rule.lhs, {k: (_round(v, "f64") if isinstance(v, np.ndarray) else v) for k, v in env.items()},
                     "f64")
     got = eval_term(rule.rhs, env, dtype)

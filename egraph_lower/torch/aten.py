@@ -463,4 +463,4 @@ def _bn_backward(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-from . import aten_losses  # noqa: E402,F401  (registers softmax, log-softmax and mse_loss)
+from . import aten_softmax  # noqa: E402,F401  (registers softmax, log-softmax and mse_loss)

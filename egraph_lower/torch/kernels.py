@@ -235,13 +235,33 @@ def batch_norm_backward_beta(dy: Tensor) -> Tensor:
     return _all_but_last(dy).to(dy.dtype)
 
 
+# --- softmax, log-softmax, MSE: torch's own kernels, in the node's dtype (as torch computes them)
+
 def softmax(x: Tensor, axis: int) -> Tensor:
-    return torch.softmax(x, dim=axis)
+    return torch._softmax(x, axis, False)
 
 
 def softmax_backward(y: Tensor, dy: Tensor, axis: int) -> Tensor:
-    p = dy * y
-    return p - y * torch.sum(p, dim=axis, keepdim=True)
+    return torch._softmax_backward_data(dy, y, axis, dy.dtype)
+
+
+def log_softmax(x: Tensor, axis: int) -> Tensor:
+    return torch._log_softmax(x, axis, False)
+
+
+def log_softmax_backward(y: Tensor, dy: Tensor, axis: int) -> Tensor:
+    return torch._log_softmax_backward_data(dy, y, axis, dy.dtype)
+
+
+_REDUCTION = {"none": 0, "mean": 1, "sum": 2}  # torch's Reduction enum
+
+
+def mse_loss(x: Tensor, target: Tensor, reduction: str) -> Tensor:
+    return torch.ops.aten.mse_loss(x, target, _REDUCTION[reduction])
+
+
+def mse_loss_backward(x: Tensor, target: Tensor, dy: Tensor, reduction: str) -> Tensor:
+    return torch.ops.aten.mse_loss_backward(dy, x, target, _REDUCTION[reduction])
 
 
 def empty(like: Tensor | None, shape: Sequence[int], dtype: str) -> Tensor:
