@@ -84,7 +84,19 @@ ALL_OPS = doc(
     node(23, "BatchNormInferenceBackwardBeta", [5], [3], F),
     node(24, "Softmax", [0], [2, 3], F, {"axis": -1}),
     node(25, "SoftmaxBackward", [24, 5], [2, 3], F, {"axis": 1}),
-    outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25], name="all ops",
+    inp(26, [2], "i64", name="t"), inp(27, [2, 3], "bool", name="mask"),
+    node(28, "Dropout", [0, 27], [2, 3], F, {"scale": 2.0}),
+    node(29, "DropoutBackward", [5, 27], [2, 3], F, {"scale": 2.0}),
+    node(30, "Iota", [0], [2, 3], "i64", {"axis": 1, "dtype": "i64"}),
+    node(31, "Gather", [0, 30], [2, 3], F, {"axis": 1}),
+    node(32, "ScatterAdd", [0, 30, 5], [2, 3], F, {"axis": 1}),
+    node(33, "Take", [0, 26], [2, 2], F, {"axis": 1}),
+    node(34, "Embedding", [0, 26], [2, 3], F),
+    node(35, "EmbeddingBackward", [34, 26], [4, 3], F, {"num_weights": 4, "padding_idx": -1}),
+    node(36, "NllLoss", [0, 26, 1], [], F, {"reduction": "mean", "ignore_index": -100}),
+    node(37, "NllLossTotalWeight", [26, 1], [], F, {"ignore_index": -100}),
+    node(38, "NllLossBackward", [0, 36, 26, 1, 37], [2, 3], F, {"reduction": "mean", "ignore_index": -100}),
+    outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 28, 29, 31, 32, 33, 35, 38], name="all ops",
 )
 
 
