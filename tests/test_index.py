@@ -179,14 +179,14 @@ def loss_feeds(reduction: str, shape: tuple[int, ...] = (6, 4), ignore: int = -1
             "w": np.array([0.1, 2.0, 30.0, 1.0][:shape[1]], dtype=np.float32), "dy": dy.astype(np.float32)}
 
 
-def index_step() -> el.Graph:
+def index_step(padding_idx: int = 4) -> el.Graph:
     b = GraphBuilder("index_step")
     w, x = b.input("w", [5, 3], "f32"), b.input("x", [2, 3, 3], "f32")
     idx, mask = b.input("idx", [2, 3], "i64"), b.input("mask", [2, 3, 3], "bool")
     emb = b.op("Embedding", w, idx)
     drop = b.op("Dropout", b.op("Binary", emb, x, op="Add"), mask, scale=1.25)
     dx = b.op("DropoutBackward", x, mask, scale=1.25)
-    gw = b.op("EmbeddingBackward", dx, idx, num_weights=5, padding_idx=4)
+    gw = b.op("EmbeddingBackward", dx, idx, num_weights=5, padding_idx=padding_idx)
     return b.build([drop, gw])
 
 
@@ -220,7 +220,29 @@ def test_nll2d_with_an_ignore_index_among_the_classes_lowers(backend: str) -> No
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_dropout_and_embeddings_lower_on_every_backend(backend: str) -> None:
-    lowered = _check_lowered(index_step(), backend, index_feeds())
+@pytest.mark.parametrize("padding_idx", [4, -1])
+def test_dropout_and_embeddings_lower_on_every_backend(backend: str, padding_idx: int) -> None:
+    lowered = _check_lowered(index_step(padding_idx), backend, index_feeds())
     if backend == "wgpu":
         assert "ScatterAdd" not in lowered.op_counts()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_nll_lowered_with_every_target_ignored_gives_nan_mean_and_zero_gradient(reduction: str) -> None:
+    feeds = loss_feeds(reduction)
+    feeds["t"] = np.full_like(feeds["t"], -100)
+    graph = loss_step(reduction)
+    lowered = _check_lowered(graph, "wgpu", feeds)
+    loss, total, grad = el.evaluate(lowered, feeds)
+    assert np.isnan(loss) == (reduction == "mean") and total == 0
+    np.testing.assert_array_equal(grad, 0.0)
+
+
+@pytest.mark.parametrize("backend", ["metal", "wgpu"])
+def test_embedding_backward_of_one_index_axis_lowers(backend: str) -> None:
+    b = GraphBuilder("embedding_1d")
+    dy, idx = b.input("dy", [6, 3], "f32"), b.input("idx", [6], "i64")
+    graph = b.build([b.op("EmbeddingBackward", dy, idx, num_weights=4, padding_idx=0)])
+    feeds = {"dy": np.random.default_rng(6).standard_normal((6, 3)).astype(np.float32),
+             "idx": np.array([0, 1, 1, 3, 3, 3])}
+    _check_lowered(graph, backend, feeds)
