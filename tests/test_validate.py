@@ -91,7 +91,19 @@ ALL_OPS = doc(
     node(27, "LogSoftmaxBackward", [26, 5], [2, 3], F, {"axis": -1}),
     node(28, "MseLoss", [0, 5], [], F, {"reduction": "mean"}),
     node(29, "MseLossBackward", [0, 5, 28], [2, 3], F, {"reduction": "sum"}),
-    outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29], name="all ops",
+    inp(30, [2], "i64", name="t"), inp(31, [2, 3], "bool", name="mask"),
+    node(32, "Dropout", [0, 31], [2, 3], F, {"scale": 2.0}),
+    node(33, "DropoutBackward", [5, 31], [2, 3], F, {"scale": 2.0}),
+    node(34, "Iota", [0], [2, 3], "i64", {"axis": 1, "dtype": "i64"}),
+    node(35, "Gather", [0, 34], [2, 3], F, {"axis": 1}),
+    node(36, "ScatterAdd", [0, 34, 5], [2, 3], F, {"axis": 1}),
+    node(37, "Take", [0, 30], [2, 2], F, {"axis": 1}),
+    node(38, "Embedding", [0, 30], [2, 3], F),
+    node(39, "EmbeddingBackward", [38, 30], [4, 3], F, {"num_weights": 4, "padding_idx": -1}),
+    node(40, "NllLoss", [0, 30, 1], [], F, {"reduction": "mean", "ignore_index": -100}),
+    node(41, "NllLossTotalWeight", [30, 1], [], F, {"ignore_index": -100}),
+    node(42, "NllLossBackward", [0, 40, 30, 1, 41], [2, 3], F, {"reduction": "mean", "ignore_index": -100}),
+    outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42], name="all ops",
 )
 
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import activations, batchnorm, forward, mse, softmax
+from . import activations, batchnorm, forward, index, mse, softmax
 from .dsl import Rule
 
-ALL_RULES: tuple[Rule, ...] = activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
+ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
+                               + index.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

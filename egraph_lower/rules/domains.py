@@ -225,6 +225,50 @@ is finite); dy of x's shape
     return env
 
 
+def _nll_domain(rule: Rule, dtype: str) -> dict[str, object]:
+    """logp [16, 5, 3] (nll_loss2d's layout: classes on axis 1) = log_softmax of logit rows of spreads
+    1e-3 to 1e3 (large logits: logp down to about -2e3), rows of equal logits and one dominant logit; target
+    with about one position in five ignored (ignore_index -100); class weights of mixed magnitudes
+    (1e-3 to 50); g mixed as dy (per position for `none`, a scalar otherwise); total = the counted weight."""
+    rng = np.random.default_rng(11)
+    rows = [rng.standard_normal(5) * s for s in (1e-3, 1.0, 30.0, 1e3) for _ in range(9)]
+    rows += [np.full(5, v) for v in (0.0, 7.0, -300.0)] + [np.where(np.arange(5) == k, 60.0, 0.0) for k in range(5)]
+    rows += [rng.standard_normal(5) for _ in range(48 - len(rows))]
+    x = np.array(rows).reshape(16, 3, 5)
+    m = x.max(axis=-1, keepdims=True)
+    logp = np.transpose(x - m - np.log(np.sum(np.exp(x - m), axis=-1, keepdims=True)), (0, 2, 1))
+    target = rng.integers(0, 5, size=(16, 3))
+    target[rng.random((16, 3)) < 0.2] = -100
+    weight = np.array([0.1, 1.0, 3.0, 1e-3, 50.0])
+    reduction = rule.lhs.params[0] if isinstance(rule.lhs, App) else "none"
+    g = rng.choice(np.array(_DY), size=(16, 3)) if reduction == "none" else np.array(-2.75)
+    counted = target != -100
+    total = np.sum(np.where(counted, weight[np.where(counted, target, 0)], 0.0))
+    env: dict[str, object] = {"ignore": -100.0, "perm": "[1,0,2]", "axes": "[0,1]", "target": target}
+    for name, v in (("logp", logp), ("weight", weight), ("g", g), ("total", total)):
+        env[name] = _round(v, dtype)
+    return env
+
+
+def _dropout_domain(rule: Rule, dtype: str) -> dict[str, object]:
+    """x and dy over `x_domain` below MAX/4 (x scale stays finite), a mask keeping about 70%, scale 1/0.7."""
+    x = x_domain(dtype)
+    x = x[np.abs(x) <= MAX[dtype] / 4]
+    mask = np.random.default_rng(5).random(x.shape) < 0.7
+    v = _round(x, dtype)
+    return {"scale": 1.0 / 0.7, "x": v, "dy": v, "mask": mask}
+
+
+def _embedding_domain(rule: Rule, dtype: str) -> dict[str, object]:
+    """weight [6, 4] of mixed magnitudes; indices [3, 5] with repeats and every row but one used."""
+    rng = np.random.default_rng(3)
+    weight = rng.standard_normal((6, 4)) * np.array([1e-3, 1.0, 30.0, 1e3])
+    i = np.array([[0, 1, 1, 2, 3], [3, 3, 3, 4, 0], [2, 1, 0, 4, 4]])
+    dy = rng.choice(np.array(_DY), size=(3, 5, 4))
+    return {"weight": _round(weight, dtype), "i": i, "indices": i, "g": _round(dy, dtype),
+            "nw": 6, "pad": 1.0, "wshape": "[6,1,1,1]", "dperm": "[2,0,1]", "paxes": "[2,3]", "iaxes": "[0,1]"}
+
+
 def _variables(rule: Rule) -> set[str]:
     return variables(rule.lhs)
 
@@ -236,4 +280,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "batchnorm": _bn_domain,
     "softmax": _softmax_domain,
     "mse": _mse_domain,
+    "nll": _nll_domain,
+    "dropout": _dropout_domain,
+    "embedding": _embedding_domain,
 }

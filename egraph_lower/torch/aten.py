@@ -464,3 +464,4 @@ def _bn_backward(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
 
 
 from . import aten_softmax  # noqa: E402,F401  (registers softmax, log-softmax and mse_loss)
+from . import aten_index  # noqa: E402,F401  (registers dropout, gather/scatter_add, embedding and nll_loss)

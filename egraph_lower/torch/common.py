@@ -62,12 +62,24 @@ class Slot:
 
 
 @dataclass(frozen=True)
+class Mask:
+    """A dropout mask the exported module draws before it computes anything: the bool `Input`
+    `name`, drawn as eager's `native_dropout` does, `empty(shape, dtype).bernoulli_(1 - p)`."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    p: float
+
+
+@dataclass(frozen=True)
 class Signature:
     """How a graph module is called: its arguments (by the format's Input names) and results."""
 
     inputs: tuple[str, ...]
     outputs: tuple[Slot, ...]
     returns_tuple: bool = True
+    masks: tuple[Mask, ...] = ()  # Inputs the module draws itself, in this order (dropout masks)
 
     @staticmethod
     def of(graph: Graph) -> Signature:

@@ -62,11 +62,13 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
     root = torch.nn.Module()
     taken: set[str] = set()
     args = {name: g.placeholder(_safe(name, taken)) for name in sig.inputs}
+    first = next(iter(args.values()), None)
+    for m in sig.masks:  # drawn first, in order: the generator is consumed as eager's dropouts consume it
+        args[m.name] = g.call_function(kernels.dropout_mask, (first, list(m.shape), m.dtype, m.p))
     env: dict[int, fx.Node] = {}
     for node in graph.nodes:
         env[node.id] = _emit(g, root, node, args, env)
     results: list[Any] = []
-    first = next(iter(args.values()), None)
     for slot in sig.outputs:
         if slot.kind == "output":
             results.append(env[graph.outputs[slot.index]])

@@ -26,7 +26,7 @@ from ..dtypes import INT_DTYPES, round_to
 from ..errors import GraphError
 from ..document import validated
 from ..graph import Graph
-from .common import Imported, Signature, Slot, UnsupportedOp, format_dtype
+from .common import Imported, Mask, Signature, Slot, UnsupportedOp, format_dtype
 
 MAX_CONSTANT_ELEMENTS = 1 << 16  # a get_attr tensor larger than this is refused (it would bloat the JSON)
 
@@ -59,6 +59,7 @@ class Context:
         self.b = GraphBuilder(name)
         self.env: dict[fx.Node, Value] = {}
         self.node: fx.Node | None = None  # the FX node being mapped
+        self.masks: list[Mask] = []  # dropout masks the exported module draws, in graph order
 
     # ---- errors
     def refuse(self, reason: str) -> UnsupportedOp:
@@ -133,6 +134,12 @@ class Context:
         if isinstance(arg, fx.Node):
             return self.cast(self.t(arg), dtype)
         return self.const(arg, dtype)
+
+    def dropout_mask(self, shape: tuple[int, ...], dtype: str, p: float) -> int:
+        """A bool Input the exported module draws as eager's dropout of a `dtype` tensor does (`Mask`)."""
+        name = f"{self.node.name if self.node else 'dropout'}.mask"
+        self.masks.append(Mask(name, shape, dtype, p))
+        return self.b.add("Input", (), {"name": name}, shape, "bool")
 
     def add(self, op: str, inputs: Sequence[int] = (), attrs: dict[str, Any] | None = None,
             shape: Sequence[int] | None = None, dtype: str | None = None) -> int:
@@ -239,7 +246,7 @@ def _finish(ctx: Context, out_node: fx.Node, placeholders: list[str], counts: di
             slots.append(Slot("input", index_of[item.name]))
         elif isinstance(value, int) and not isinstance(value, bool):
             node = ctx.b.nodes[value]
-            if node.op == "Input":
+            if node.op == "Input" and node.attrs["name"] in index_of:
                 slots.append(Slot("input", index_of[node.attrs["name"]]))
             else:
                 slots.append(Slot("output", len(outputs)))
@@ -248,7 +255,7 @@ def _finish(ctx: Context, out_node: fx.Node, placeholders: list[str], counts: di
             raise ctx.refuse(f"output {item.name} is not a tensor the graph computes")
     used = _reachable(ctx, outputs)
     graph = validated(Graph([n for n in ctx.b.nodes if n.id in used], outputs, ctx.b.name))
-    return Imported(graph, Signature(tuple(placeholders), tuple(slots), returns_tuple), counts)
+    return Imported(graph, Signature(tuple(placeholders), tuple(slots), returns_tuple, tuple(ctx.masks)), counts)
 
 
 def _reachable(ctx: Context, outputs: list[int]) -> set[int]:

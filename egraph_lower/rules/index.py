@@ -1,0 +1,75 @@
+"""Dropout, embeddings and the NLL loss in primitives (Where, Binary, Compare, Reduce, Transpose, and
+the index primitives Iota, Take, Gather).
+
+The rules cannot compute a shape: every tensor of the right-hand side takes its shape
+from a child by broadcasting or from a field derived from the rank of the op's first
+input. So the class axis is moved first with `perm` ([1, 0, 2, ...], its own inverse):
+in logp^T [C, N, d...] the one-hot `Iota_0(logp^T) == t` broadcasts against the
+target [N, d...] as it is. With t' = where(t != ignore, t, 0) (a safe index) and
+w = where(t != ignore, weight[t'], 0):
+
+    nll-*-onehot   picked = sum_0(where(onehot, logp^T, 0))
+    nll-*-gather   picked = sum_0(Gather_0(logp^T, z + t')), z = min_0,keep(Iota_0(logp^T)) = 0 of
+                   shape [1, N, d...] (the only way to give t' its leading axis without a shape)
+    loss_n = where(t_n != ignore, -(w_n picked_n), 0); sum: sum(loss); mean: sum(loss) / sum(w)
+    d logp  = (where(onehot, -where(t != ignore, w g, 0), 0))^T, g = dy, dy, dy / total_weight
+
+Where keeps an ignored position at 0 even where logp is -inf (0 * -inf would be nan).
+"""
+
+from __future__ import annotations
+
+from .dsl import Rule, rule
+
+_SAFE = {
+    "valid": "(!= target (lit ignore))",
+    "safe": "(where valid target 0)",
+    "lt": "(Transpose perm logp)",
+    "onehot": "(== (Iota.i64 0 lt) safe)",
+    "w": "(where valid (Take 0 weight safe) 0)",
+}
+_ONEHOT = dict(_SAFE, picked="(sum [0] (where onehot lt 0))", loss="(where valid (- 0 (* w picked)) 0)")
+_GATHER = dict(_SAFE, picked="(sum [0] (Gather 0 lt (+ (Reduce.Min [0] 1 (Iota.i64 0 lt)) safe)))",
+               loss="(where valid (- 0 (* w picked)) 0)")
+_LOSS_RHS = {"none": "loss", "sum": "(sum axes loss)", "mean": "(/ (sum axes loss) (sum axes w))"}
+_G = {"none": "g", "sum": "g", "mean": "(/ g total)"}
+
+
+def _nll_rules() -> tuple[Rule, ...]:
+    out = []
+    for red, rhs in _LOSS_RHS.items():
+        lhs = f"(NllLoss.{red} ignore perm axes logp target weight)"
+        out.append(rule(f"nll-{red}-onehot", f"nll {red}: -weight[t] logp[t] picked by a one-hot (Iota == t)",
+                        lhs, rhs, group="forward", lets=_ONEHOT))
+        out.append(rule(f"nll-{red}-gather", f"nll {red}: -weight[t] logp[t] picked by Gather along the classes",
+                        lhs, rhs, group="forward", lets=_GATHER))
+    for red, g in _G.items():
+        out.append(rule(f"nll-bwd-{red}", f"d nll {red}: -weight[t] {g} at class t, 0 elsewhere and where ignored",
+                        f"(NllLossBackward.{red} ignore perm axes logp g target weight total)",
+                        f"(Transpose perm (where onehot (- 0 (where valid (* w {g}) 0)) 0))",
+                        group="backward", lets=_SAFE))
+    out.append(rule("nll-total-weight", "total weight = sum of weight[t] over the counted targets",
+                    "(NllLossTotalWeight ignore axes target weight)", "(sum axes (where valid (Take 0 weight safe) 0))",
+                    group="forward", lets={k: _SAFE[k] for k in ("valid", "safe")}))
+    return tuple(out)
+
+
+# EmbeddingBackward: iota [W, 1, 1..1] == indices [i1..ik] is the one-hot [W, 1, i1..ik]; against
+# dy^T [D, i1..ik] it selects dy's rows, summed over the index axes; then the padding row is zeroed
+_EMBEDDING = {
+    "iota": "(Iota.i64 0 (Expand wshape (Reduce.Max iaxes 0 indices)))",
+    "rows": "(sum paxes (where (== iota indices) (Transpose dperm g) 0))",
+    "keep": "(!= (Reduce.Max paxes 0 iota) (lit pad))",
+}
+
+RULES: tuple[Rule, ...] = (
+    rule("dropout-lower", "dropout(x, mask) = where(mask, x scale, 0)",
+         "(Dropout scale x mask)", "(where mask (* x (lit scale)) 0)", group="forward"),
+    rule("dropout-bwd", "d dropout: where(mask, dy scale, 0)",
+         "(DropoutBackward scale dy mask)", "(where mask (* dy (lit scale)) 0)", group="backward"),
+    rule("embedding-take", "embedding(weight, i) = take(weight, i, axis 0)",
+         "(Embedding weight i)", "(Take 0 weight i)", group="forward"),
+    rule("embedding-bwd-onehot", "d embedding: row w = sum of dy where indices == w (a one-hot), padding row 0",
+         "(EmbeddingBackward nw pad wshape dperm paxes iaxes g indices)", "(where keep rows 0)",
+         group="backward", lets=_EMBEDDING),
+) + _nll_rules()

@@ -1,0 +1,103 @@
+"""Dropout, gather / scatter_add, embeddings and the NLL loss, each onto one format op.
+
+Decisions (checked against torch 2.13's CPU kernels; see docs/format.md):
+- `native_dropout(x, p, train)`: the mask is a bool `Input` of the graph that the exported
+  module draws before it computes anything, as `torch.empty_like(x).bernoulli_(1 - p)` does
+  inside eager's kernel (the same generator, consumed the same way, in graph order), so the
+  compiled step matches eager under the same seed. The output is `Dropout{1/(1-p)}(x, mask)`
+  (scale 0 for p = 1); train=False gives x and a mask of ones, drawing nothing.
+- `native_dropout_backward(g, mask, scale)` is `DropoutBackward{scale}(g, mask)`.
+- `nll_loss_forward` / `nll_loss2d_forward` (and a rank-3 or higher input): `NllLoss` and
+  `NllLossTotalWeight`; weight None is a Constant of ones; for reduction none aten's
+  total_weight is 0, and so is ours (a Constant). A rank-1 input (one sample) is refused.
+- `embedding(weight, indices)`: `Embedding` (padding_idx only matters to the backward).
+  `embedding_dense_backward` with scale_grad_by_freq=True is refused.
+- Indices and targets are cast to i64 (the format's index ops take i64 there).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .aten import handles
+from .importer import Context
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+@handles("native_dropout.default")
+def _native_dropout(ctx: Context, a: dict[str, Any]) -> tuple[int, int]:
+    x = ctx.t(a["input"])
+    shape, dt = ctx.out(0)
+    p = float(a["p"])
+    if a["train"] is False:
+        return x, ctx.const(True, "bool", shape)
+    mask = ctx.dropout_mask(shape, dt, p)
+    return ctx.add("Dropout", (x, mask), {"scale": 0.0 if p == 1.0 else 1.0 / (1.0 - p)}), mask
+
+
+@handles("native_dropout_backward.default")
+def _native_dropout_backward(ctx: Context, a: dict[str, Any]) -> int:
+    g = ctx.cast(ctx.t(a["grad_output"]), ctx.out_dtype())
+    return ctx.add("DropoutBackward", (g, ctx.cast(ctx.t(a["mask"]), "bool")), {"scale": float(a["scale"])})
+
+
+@handles("gather.default")
+def _gather(ctx: Context, a: dict[str, Any]) -> int:
+    return ctx.add("Gather", (ctx.t(a["self"]), ctx.t(a["index"])), {"axis": int(a["dim"])})
+
+
+@handles("scatter_add.default")
+def _scatter_add(ctx: Context, a: dict[str, Any]) -> int:
+    dt = ctx.out_dtype()
+    x, src = ctx.cast(ctx.t(a["self"]), dt), ctx.cast(ctx.t(a["src"]), dt)
+    return ctx.add("ScatterAdd", (x, ctx.t(a["index"]), src), {"axis": int(a["dim"])})
+
+
+@handles("embedding.default")
+def _embedding(ctx: Context, a: dict[str, Any]) -> int:
+    return ctx.add("Embedding", (ctx.t(a["weight"]), ctx.cast(ctx.t(a["indices"]), "i64")))
+
+
+@handles("embedding_dense_backward.default")
+def _embedding_backward(ctx: Context, a: dict[str, Any]) -> int:
+    if a["scale_grad_by_freq"]:
+        raise ctx.refuse("scale_grad_by_freq=True (the format's EmbeddingBackward sums without scaling)")
+    pad = int(a["padding_idx"])
+    if pad < -1:
+        raise ctx.refuse(f"padding_idx={pad} (the format takes -1 for none or a row index)")
+    g = ctx.cast(ctx.t(a["grad_output"]), ctx.out_dtype())
+    return ctx.add("EmbeddingBackward", (g, ctx.cast(ctx.t(a["indices"]), "i64")),
+                   {"num_weights": int(a["num_weights"]), "padding_idx": pad})
+
+
+def _loss_inputs(ctx: Context, a: dict[str, Any], dt: str) -> tuple[int, int, int, str, int]:
+    logp = ctx.cast(ctx.t(a["self"]), dt)
+    shape = ctx.shape(logp)
+    if len(shape) < 2:
+        raise ctx.refuse(f"input of shape {list(shape)} (the format's NllLoss takes [N, C, ...])")
+    reduction = _REDUCTIONS.get(a["reduction"])
+    if reduction is None:
+        raise ctx.refuse(f"reduction={a['reduction']!r}")
+    w = a["weight"]
+    weight = ctx.const(1.0, dt, shape[1:2]) if w is None else ctx.cast(ctx.t(w), dt)
+    return logp, ctx.cast(ctx.t(a["target"]), "i64"), weight, reduction, int(a["ignore_index"])
+
+
+@handles("nll_loss_forward.default", "nll_loss2d_forward.default")
+def _nll_loss(ctx: Context, a: dict[str, Any]) -> tuple[int, int]:
+    dt = ctx.out(0)[1]
+    logp, target, weight, reduction, ignore = _loss_inputs(ctx, a, dt)
+    loss = ctx.add("NllLoss", (logp, target, weight), {"reduction": reduction, "ignore_index": ignore})
+    if reduction == "none":
+        return loss, ctx.const(0.0, dt)
+    return loss, ctx.add("NllLossTotalWeight", (target, weight), {"ignore_index": ignore})
+
+
+@handles("nll_loss_backward.default", "nll_loss2d_backward.default")
+def _nll_loss_backward(ctx: Context, a: dict[str, Any]) -> int:
+    dt = ctx.out_dtype()
+    logp, target, weight, reduction, ignore = _loss_inputs(ctx, a, dt)
+    dy, total = ctx.cast(ctx.t(a["grad_output"]), dt), ctx.cast(ctx.t(a["total_weight"]), dt)
+    return ctx.add("NllLossBackward", (logp, dy, target, weight, total),
+                   {"reduction": reduction, "ignore_index": ignore})
