@@ -12,7 +12,9 @@ the importer as they are. Each graph is imported, lowered with `egraph_lower.low
 (through a process-wide cache, `cache.py`), exported and run in PyTorch. A graph with
 ops outside the mapping is split around them: those ops run in PyTorch as they are;
 the runs of mappable ops between them are lowered together, as one graph, and cut back
-into one piece per run (`partial=False` runs such a graph whole, unlowered).
+into one piece per run (`partial=False` runs such a graph whole, unlowered). A graph or
+piece the lowering leaves as it was runs as PyTorch gave it: its aten ops are the
+target's own kernels, and that costs no more than `aot_eager`.
 
 Nothing that fails inside the backend stops a training step unless `strict=True`:
 a graph (or piece) that fails to import, lower, export or run, or that has symbolic
@@ -40,7 +42,7 @@ from .common import Imported, Signature, UnsupportedOp
 from .exporter import export_graph
 from .guard import Guarded, symbolic_reason
 from .importer import import_graph
-from .partition import Segment, assemble, combined_module, plan, segment_module, split_lowered
+from .partition import Segment, assemble, combined_module, plan, same_computation, segment_module, split_lowered
 
 log = logging.getLogger("egraph_lower.torch")
 
@@ -132,20 +134,17 @@ class TorchBackend:
             rec.status = "nothing to lower"
             return gm
         module = self._lower_and_export(imported.graph, imported.signature, gm, rec, device)
-        if module is None:
-            return gm
-        rec.status = "lowered"
-        return module
+        if rec.lowered:
+            rec.status = "lowered"
+        return gm if module is None else module
 
     def _compile_parts(self, gm: fx.GraphModule, rec: GraphRecord, device: torch.device | None) -> fx.GraphModule:
         items, refused = plan(gm)
         for op, whys in refused.items():
             self._unlowered(rec, op, len(whys), whys[0].reason)
         segments = [i for i in items if isinstance(i, Segment)]
-        for seg in segments:
-            seg.module = segment_module(gm, seg)  # as PyTorch gave it, until a lowered piece replaces it
         if segments and not self._lower_together(gm, segments, rec, device):
-            self._lower_apart(segments, rec, device)
+            self._lower_apart(gm, segments, rec, device)
         rec.status = "partly lowered" if rec.lowered else "not lowered"
         return assemble(gm, items)
 
@@ -160,35 +159,35 @@ class TorchBackend:
         lowered = self._lowered(imported, rec)
         if lowered is None:
             return True  # the failure is recorded; the segments run as they are
-        for seg, piece in zip(segments, split_lowered(lowered, imported.signature, segments)):
-            if piece is None:
-                continue
-            module = self._export(piece[0], piece[1], seg.module, rec, device)  # type: ignore[arg-type]
-            if module is not None:
-                seg.module = module  # type: ignore[assignment]
+        pieces = split_lowered(lowered, imported.signature, segments)
+        before = split_lowered(imported.graph, imported.signature, segments)
+        for seg, piece, was in zip(segments, pieces, before):
+            if piece is None or (was is not None and same_computation(piece[0], was[0])):
+                continue  # nothing to run differently: the segment's nodes stay as they are
+            seg.module = self._export(piece[0], piece[1], segment_module(gm, seg), rec, device)
         return True
 
-    def _lower_apart(self, segments: list[Segment], rec: GraphRecord, device: torch.device | None) -> None:
+    def _lower_apart(self, gm: fx.GraphModule, segments: list[Segment], rec: GraphRecord,
+                     device: torch.device | None) -> None:
         for k, seg in enumerate(segments):
-            assert seg.module is not None
+            original = segment_module(gm, seg)
             try:
-                imported = import_graph(seg.module, name=f"{rec.name}.{k}")
+                imported = import_graph(original, name=f"{rec.name}.{k}")
             except UnsupportedOp as e:  # a node that maps alone but not in context
                 self._unlowered(rec, e.op, 1, e.reason)
                 continue
             except Exception as e:
                 self._failed(rec, f"import of piece {k}", e)
                 continue
-            if not imported.graph.outputs:
-                continue
-            module = self._lower_and_export(imported.graph, imported.signature, seg.module, rec, device)
-            if module is not None:
-                seg.module = module  # type: ignore[assignment]
+            if imported.graph.outputs:
+                seg.module = self._lower_and_export(imported.graph, imported.signature, original, rec, device)
 
     def _lower_and_export(self, graph: Graph, signature: Signature, original: torch.nn.Module, rec: GraphRecord,
                           device: torch.device | None) -> torch.nn.Module | None:
+        """The lowered module, or None when `original` should run: the lowering failed, or changed nothing
+        (then the target runs the very aten ops the graph holds)."""
         lowered = self._lowered(Imported(graph, signature), rec)
-        if lowered is None:
+        if lowered is None or same_computation(lowered, graph):
             return None
         return self._export(lowered, signature, original, rec, device)
 

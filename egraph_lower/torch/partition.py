@@ -13,9 +13,11 @@ segment.
 
 from __future__ import annotations
 
+import json
 import operator
 from dataclasses import dataclass, field
 
+import torch
 import torch.fx as fx
 
 from ..graph import Graph, Node
@@ -28,7 +30,7 @@ class Segment:
     nodes: list[fx.Node]
     inputs: list[fx.Node] = field(default_factory=list)
     outputs: list[fx.Node] = field(default_factory=list)
-    module: fx.GraphModule | None = None
+    module: torch.nn.Module | None = None  # what runs it; None: its nodes, as PyTorch gave them
 
 
 def probe(node: fx.Node) -> UnsupportedOp | None:
@@ -122,14 +124,18 @@ def segment_module(gm: fx.GraphModule, seg: Segment) -> fx.GraphModule:
 
 
 def assemble(gm: fx.GraphModule, items: list[fx.Node | Segment]) -> fx.GraphModule:
-    """The top graph: kept nodes copied, each segment a call of its (lowered) module."""
+    """The top graph: kept nodes copied, each segment a call of its module (its nodes copied when it has none)."""
     g = fx.Graph()
     env: dict[fx.Node, fx.Node] = {}
     modules: dict[str, object] = {}
     for item in items:
-        if isinstance(item, Segment):
+        if isinstance(item, Segment) and item.module is None:  # kept as PyTorch gave it: its nodes, inline
+            for n in item.nodes:
+                if n.op == "get_attr":
+                    modules[str(n.target)] = _getattr(gm, str(n.target))
+                env[n] = g.node_copy(n, lambda x: env[x])
+        elif isinstance(item, Segment):
             name = f"segment_{len(modules)}"
-            assert item.module is not None
             modules[name] = item.module
             call = g.call_module(name, tuple(env[a] for a in item.inputs))
             for k, o in enumerate(item.outputs):
@@ -217,3 +223,19 @@ def _reachable(by_id: dict[int, Node], outputs: list[int]) -> set[int]:
             seen.add(nid)
             stack.extend(by_id[nid].inputs)
     return seen
+
+
+def same_computation(a: Graph, b: Graph) -> bool:
+    """Whether `a` and `b` compute the same thing node for node (ids and order aside)."""
+    if len(a.nodes) != len(b.nodes) or len(a.outputs) != len(b.outputs):
+        return False
+    intern: dict[tuple[object, ...], int] = {}
+
+    def canon(g: Graph) -> tuple[list[int], set[int]]:
+        ids: dict[int, int] = {}
+        for n in g.nodes:  # inputs come before their users
+            k = (n.op, json.dumps(n.attrs, sort_keys=True), n.shape, n.dtype, tuple(ids[i] for i in n.inputs))
+            ids[n.id] = intern.setdefault(k, len(intern))
+        return [ids[o] for o in g.outputs], set(ids.values())
+
+    return canon(a) == canon(b)
