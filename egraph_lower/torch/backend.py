@@ -58,6 +58,7 @@ class GraphRecord:
     unlowered_ops: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # "<stage>: <reason>" of each fallback to PyTorch
     cached: int = 0  # of the lowered graphs, how many came from the cache
+    replaced: int = 0  # graphs or pieces that run lowered (the others run as PyTorch gave them)
 
 
 class TorchBackend:
@@ -94,7 +95,8 @@ class TorchBackend:
         lines = [f"egraph_lower torch backend for {self.target.name}: {len(self.graphs)} graphs"]
         for g in self.graphs:
             cached = f" ({g.cached} from the cache)" if g.cached else ""
-            lines.append(f"  {g.name} ({g.kind}): {g.status}, {g.lowered} lowered graph(s){cached}")
+            lines.append(f"  {g.name} ({g.kind}): {g.status}, {g.lowered} lowered graph(s){cached},"
+                         f" {g.replaced} graph(s) or piece(s) run lowered")
             lines += [f"    not lowered: {op} x{n}" for op, n in sorted(g.unlowered_ops.items())]
             lines += [f"    ran in PyTorch after a failure: {e}" for e in g.errors]
         return "\n".join(lines)
@@ -214,6 +216,7 @@ class TorchBackend:
         except Exception as e:
             self._failed(rec, "export", e)
             return None
+        rec.replaced += 1
         return Guarded(module, original, lambda e: self._failed(rec, "run", e))
 
     # ---- what was not lowered
