@@ -41,8 +41,8 @@ from . import cache
 from .common import Imported, Signature, UnsupportedOp
 from .exporter import export_graph
 from .guard import Guarded, symbolic_reason
-from .importer import import_graph
-from .partition import Segment, assemble, combined_module, plan, same_computation, segment_module, split_lowered
+from .importer import import_fx_graph, import_graph
+from .partition import Segment, assemble, combined_graph, plan, same_computation, segment_module, split_lowered
 
 log = logging.getLogger("egraph_lower.torch")
 
@@ -154,7 +154,7 @@ class TorchBackend:
                         device: torch.device | None) -> bool:
         """All segments lowered as one graph, then cut into pieces; False when they must go one by one."""
         try:
-            imported = import_graph(combined_module(gm, segments), name=rec.name)
+            imported = import_fx_graph(combined_graph(segments), gm, name=rec.name)
         except Exception as e:  # a node that maps alone but not in context: find it segment by segment
             log.info("%s: the segments do not import together (%s); one by one", rec.name, e)
             return False

@@ -6,7 +6,7 @@ a sub-GraphModule (its own placeholders and outputs), which the caller lowers; t
 unmappable nodes stay as they are in the top graph, which calls the segments in
 order. Cutting in topological order never makes a cycle.
 
-`combined_module` puts every segment into one GraphModule so that one lowering
+`combined_graph` puts every segment into one FX graph so that one lowering
 serves them all; `split_lowered` cuts the lowered graph back into one piece per
 segment.
 """
@@ -155,8 +155,9 @@ def _getattr(gm: fx.GraphModule, target: str) -> object:
     return obj
 
 
-def combined_module(gm: fx.GraphModule, segments: list[Segment]) -> fx.GraphModule:
-    """Every segment in one GraphModule, so one lowering serves them all.
+def combined_graph(segments: list[Segment]) -> fx.Graph:
+    """Every segment in one FX graph (its `get_attr` nodes name `gm`'s attributes), so one lowering
+    serves them all.
 
     Each value a segment reads from outside it (a placeholder, an unmapped op's result,
     another segment's output) is a placeholder named after the top graph's node; the
@@ -176,12 +177,12 @@ def combined_module(gm: fx.GraphModule, segments: list[Segment]) -> fx.GraphModu
             env[n] = g.node_copy(n, lambda x: env[x])
         outs += [env[o] for o in seg.outputs]
     g.output(tuple(outs))
-    return fx.GraphModule(gm, g, class_name="Segments")
+    return g
 
 
 def split_lowered(graph: Graph, signature: Signature, segments: list[Segment]
                   ) -> list[tuple[Graph, Signature] | None]:
-    """`graph` (the lowered `combined_module`, whose calling convention is `signature`) cut back into
+    """`graph` (the lowered `combined_graph`, whose calling convention is `signature`) cut back into
     one (graph, signature) per segment, called with the segment's inputs; None for a segment
     whose piece computes nothing or needs a value that is not one of its inputs."""
     by_id = graph.by_id
