@@ -67,6 +67,7 @@ class TorchBackend:
     def __init__(self, target: str | Backend, record: list[Graph] | None = None, *,
                  limits: Limits | None = None, partial: bool = True, strict: bool = False) -> None:
         from torch._dynamo.backends.common import aot_autograd
+        from torch._functorch.partitioners import min_cut_rematerialization_partition
 
         self.target = load_backend(target)
         self.record = record
@@ -75,8 +76,12 @@ class TorchBackend:
         self.strict = strict
         self.graphs: list[GraphRecord] = []
         self._warned: set[str] = set()
+        # The partitioner and input-mutation handling of `aot_eager` (and inductor): the same graphs, so a
+        # step costs what it costs there, plus what the lowering changes.
         self._aot = aot_autograd(fw_compiler=self._compiler("forward"), bw_compiler=self._compiler("backward"),
-                                 inference_compiler=self._compiler("inference"))
+                                 inference_compiler=self._compiler("inference"),
+                                 partition_fn=min_cut_rematerialization_partition,
+                                 keep_inference_input_mutations=True)
 
     def __call__(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         return self._aot(gm, example_inputs)
@@ -244,7 +249,22 @@ class TorchBackend:
 
 
 def _boxed(module: Callable[..., Any]) -> Callable[..., Any]:
-    """AOTAutograd's calling convention: one list of arguments, cleared as it is consumed."""
+    """AOTAutograd's calling convention: one list of arguments, cleared as it is consumed.
+
+    A GraphModule gets the boxed code generation `aot_eager` gives it (it takes the list
+    and frees each argument after its last use); any other module, a wrapper."""
+    if isinstance(module, fx.GraphModule):
+        from torch.fx.graph import _BoxedCodeGen
+
+        module.graph.set_codegen(_BoxedCodeGen())
+        module.recompile()
+        forward = module.forward
+
+        def run_boxed(args: list[Any]) -> Any:
+            return forward(args)
+
+        run_boxed._boxed_call = True  # type: ignore[attr-defined]
+        return run_boxed
 
     def run(args: list[Any]) -> Any:
         values = list(args)
