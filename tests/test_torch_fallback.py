@@ -72,6 +72,22 @@ def test_tensor_literal_in_forward_compiles_and_matches_eager() -> None:
     assert all(g.status == "lowered" and not g.errors for g in be.graphs), be.summary()
 
 
+def test_empty_constants_import_as_constants() -> None:
+    class Empties(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("e", torch.empty(0, 3))
+
+        def forward(self, x: Any) -> Any:
+            return (torch.relu(x) + self.e.sum(0) + torch.tensor([[]]).sum()).sum()
+
+    x = torch.randn(2, 3, requires_grad=True)
+    be = elt.backend("metal", strict=True)  # strict: any constant not imported would raise
+    torch.compile(Empties(), backend=be, dynamic=False)(x).backward()
+    torch.testing.assert_close(x.grad, (x > 0).float())
+    assert [g.status for g in be.graphs] == ["lowered", "lowered"], be.summary()
+
+
 class Corners(nn.Module):
     """Literals, empty constants, in-place ops, views, integer and boolean tensors, several outputs,
     a frozen parameter and one the loss never reaches (its gradient stays None)."""

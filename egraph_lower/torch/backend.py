@@ -36,6 +36,7 @@ import torch.fx as fx
 from ..backends import Backend
 from ..backends import load as load_backend
 from ..egraph.saturate import Limits
+from ..errors import LowerError
 from ..graph import Graph
 from . import cache
 from .common import Imported, Signature, UnsupportedOp
@@ -240,7 +241,7 @@ class TorchBackend:
         if self.strict:
             if isinstance(error, BaseException):
                 raise error
-            raise UnsupportedOp(stage, error)
+            raise LowerError(f"{rec.name}: {stage}: {error}")
         why = error if isinstance(error, str) else f"{type(error).__name__}: {error}".splitlines()[0]
         msg = f"{rec.name}: {stage}: {why}"
         rec.errors.append(msg.split(": ", 1)[1])
