@@ -114,7 +114,7 @@ def first_call(model_name: str, backend_name: str) -> dict[str, Any]:
     out: dict[str, Any] = {"model": model_name, "backend": backend_name, "first": time.process_time() - t0}
     if backend_name != "aot_eager":
         out["lowered"] = sum(g.lowered for g in be.graphs)
-        out["replaced"] = sum(g.replaced for g in be.graphs)
+        out["replaced"] = sum(getattr(g, "replaced", 0) for g in be.graphs)
         out["fallbacks"] = sum(len(g.errors) for g in be.graphs)
     return out
 
