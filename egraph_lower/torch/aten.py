@@ -105,12 +105,16 @@ def get_attr(ctx: Context, value: Any) -> int:
     shape, dtype = ctx.meta_of(value)
     if value.numel() > MAX_CONSTANT_ELEMENTS:
         raise ctx.refuse(f"a constant tensor of {value.numel()} elements (at most {MAX_CONSTANT_ELEMENTS})")
-    data = value.detach().cpu()
-    if dtype in FLOAT_DTYPES:
-        if not bool(torch.isfinite(data).all()):
-            raise ctx.refuse("a constant tensor with inf or nan (the format's JSON holds finite numbers only)")
-        data = data.double()
-    return ctx.add("Constant", (), {"value": data.tolist()}, shape, dtype)
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():  # AOTAutograd compiles under a FakeTensorMode; the module's tensor is real
+        data = value.detach().cpu()
+        if dtype in FLOAT_DTYPES:
+            if not bool(torch.isfinite(data).all()):
+                raise ctx.refuse("a constant tensor with inf or nan (the format's JSON holds finite numbers only)")
+            data = data.double()
+        values = data.tolist()
+    return ctx.add("Constant", (), {"value": values}, shape, dtype)
 
 
 # --------------------------------------------------------------------------- elementwise arithmetic

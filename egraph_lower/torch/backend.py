@@ -8,12 +8,18 @@
 
 Through AOTAutograd, without decompositions, so aten's backward ops
 (`threshold_backward`, `sigmoid_backward`, `native_batch_norm_backward`, ...) reach
-the importer as they are. Each graph is imported, lowered with `egraph_lower.lower`,
-exported and run in PyTorch. A graph with ops outside the mapping is split around
-them: those ops run in PyTorch as they are, the rest is lowered (`partial=False`
-runs such a graph whole, unlowered). A graph that fails to lower runs unlowered too,
-unless `strict=True`. What was not lowered is logged, warned once per op, and
-listed by `summary()` / `unlowered_ops`.
+the importer as they are. Each graph is imported, lowered with `egraph_lower.lower`
+(through a process-wide cache, `cache.py`), exported and run in PyTorch. A graph with
+ops outside the mapping is split around them: those ops run in PyTorch as they are;
+the runs of mappable ops between them are lowered together, as one graph, and cut back
+into one piece per run (`partial=False` runs such a graph whole, unlowered). A graph or
+piece the lowering leaves as it was runs as PyTorch gave it: its aten ops are the
+target's own kernels, and that costs no more than `aot_eager`.
+
+Nothing that fails inside the backend stops a training step unless `strict=True`:
+a graph (or piece) that fails to import, lower, export or run, or that has symbolic
+sizes, runs as PyTorch gave it, with one warning naming the op or stage and the
+reason; `summary()` lists it.
 """
 
 from __future__ import annotations
@@ -30,12 +36,14 @@ import torch.fx as fx
 from ..backends import Backend
 from ..backends import load as load_backend
 from ..egraph.saturate import Limits
+from ..errors import LowerError
 from ..graph import Graph
-from ..lower import lower
-from .common import Signature, UnsupportedOp
+from . import cache
+from .common import Imported, Signature, UnsupportedOp
 from .exporter import export_graph
-from .importer import import_graph
-from .partition import assemble, plan, segment_module
+from .guard import Guarded, symbolic_reason
+from .importer import import_fx_graph, import_graph
+from .partition import Segment, assemble, combined_graph, plan, same_computation, segment_module, split_lowered
 
 log = logging.getLogger("egraph_lower.torch")
 
@@ -49,7 +57,9 @@ class GraphRecord:
     status: str  # "lowered", "partly lowered", "not lowered", "nothing to lower"
     lowered: int = 0  # format graphs lowered for it
     unlowered_ops: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # "<stage>: <reason>" of each fallback to PyTorch
+    cached: int = 0  # of the lowered graphs, how many came from the cache
+    replaced: int = 0  # graphs or pieces that run lowered (the others run as PyTorch gave them)
 
 
 class TorchBackend:
@@ -58,6 +68,7 @@ class TorchBackend:
     def __init__(self, target: str | Backend, record: list[Graph] | None = None, *,
                  limits: Limits | None = None, partial: bool = True, strict: bool = False) -> None:
         from torch._dynamo.backends.common import aot_autograd
+        from torch._functorch.partitioners import min_cut_rematerialization_partition
 
         self.target = load_backend(target)
         self.record = record
@@ -66,8 +77,12 @@ class TorchBackend:
         self.strict = strict
         self.graphs: list[GraphRecord] = []
         self._warned: set[str] = set()
+        # The partitioner and input-mutation handling of `aot_eager` (and inductor): the same graphs, so a
+        # step costs what it costs there, plus what the lowering changes.
         self._aot = aot_autograd(fw_compiler=self._compiler("forward"), bw_compiler=self._compiler("backward"),
-                                 inference_compiler=self._compiler("inference"))
+                                 inference_compiler=self._compiler("inference"),
+                                 partition_fn=min_cut_rematerialization_partition,
+                                 keep_inference_input_mutations=True)
 
     def __call__(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         return self._aot(gm, example_inputs)
@@ -85,9 +100,11 @@ class TorchBackend:
     def summary(self) -> str:
         lines = [f"egraph_lower torch backend for {self.target.name}: {len(self.graphs)} graphs"]
         for g in self.graphs:
-            lines.append(f"  {g.name} ({g.kind}): {g.status}, {g.lowered} lowered graph(s)")
+            cached = f" ({g.cached} from the cache)" if g.cached else ""
+            lines.append(f"  {g.name} ({g.kind}): {g.status}, {g.lowered} lowered graph(s){cached},"
+                         f" {g.replaced} graph(s) or piece(s) run lowered")
             lines += [f"    not lowered: {op} x{n}" for op, n in sorted(g.unlowered_ops.items())]
-            lines += [f"    error: {e}" for e in g.errors]
+            lines += [f"    ran in PyTorch after a failure: {e}" for e in g.errors]
         return "\n".join(lines)
 
     # ---- compiling
@@ -95,12 +112,21 @@ class TorchBackend:
         def compile_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
             rec = GraphRecord(f"{kind}{sum(g.kind == kind for g in self.graphs)}", kind, "not lowered")
             self.graphs.append(rec)
-            module = self._compile(gm, example_inputs, rec)
+            try:
+                module: Callable[..., Any] = self._compile(gm, example_inputs, rec)
+            except Exception as e:  # anything the stages below did not foresee
+                self._failed(rec, "compile", e)
+                rec.status = "not lowered"
+                module = gm
             return _boxed(module)
 
         return compile_graph
 
-    def _compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any], rec: GraphRecord) -> torch.nn.Module:
+    def _compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any], rec: GraphRecord) -> Callable[..., Any]:
+        reason = symbolic_reason(gm, example_inputs)
+        if reason is not None:
+            self._failed(rec, "symbolic shapes", reason)
+            return gm
         device = next((x.device for x in example_inputs if isinstance(x, torch.Tensor)), None)
         try:
             imported = import_graph(gm, name=rec.name)
@@ -109,53 +135,97 @@ class TorchBackend:
                 self._unlowered(rec, e.op, 1, e.reason)
                 return gm
             return self._compile_parts(gm, rec, device)
+        except Exception as e:
+            self._failed(rec, "import", e)
+            return gm
         if not imported.graph.outputs:  # it only passes values through: nothing to lower
             rec.status = "nothing to lower"
-            return export_graph(imported.graph, imported.signature)
-        module = self._lower(imported.graph, rec, rec.name, imported.signature)
-        if module is None:
             return gm
-        rec.status = "lowered"
-        return module.to(device) if device is not None else module
+        module = self._lower_and_export(imported.graph, imported.signature, gm, rec, device)
+        if rec.lowered:
+            rec.status = "lowered"
+        return gm if module is None else module
 
-    def _compile_parts(self, gm: fx.GraphModule, rec: GraphRecord, device: torch.device | None) -> torch.nn.Module:
+    def _compile_parts(self, gm: fx.GraphModule, rec: GraphRecord, device: torch.device | None) -> fx.GraphModule:
         items, refused = plan(gm)
         for op, whys in refused.items():
             self._unlowered(rec, op, len(whys), whys[0].reason)
-        segments = [i for i in items if not isinstance(i, fx.Node)]
-        for k, seg in enumerate(segments):
-            sub = segment_module(gm, seg)
-            seg.module = sub
-            try:
-                imported = import_graph(sub, name=f"{rec.name}.{k}")
-            except UnsupportedOp as e:  # a node that maps alone but not in context
-                self._unlowered(rec, e.op, 1, e.reason)
-                continue
-            if not imported.graph.outputs:
-                continue
-            lowered = self._lower(imported.graph, rec, imported.graph.name or "", imported.signature)
-            if lowered is not None:
-                seg.module = lowered.to(device) if device is not None else lowered
+        segments = [i for i in items if isinstance(i, Segment)]
+        if segments and not self._lower_together(gm, segments, rec, device):
+            self._lower_apart(gm, segments, rec, device)
         rec.status = "partly lowered" if rec.lowered else "not lowered"
         return assemble(gm, items)
 
-    def _lower(self, graph: Graph, rec: GraphRecord, name: str, signature: Signature) -> fx.GraphModule | None:
-        """`graph` lowered for the target and exported, or None (logged) when the lowering fails."""
+    def _lower_together(self, gm: fx.GraphModule, segments: list[Segment], rec: GraphRecord,
+                        device: torch.device | None) -> bool:
+        """All segments lowered as one graph, then cut into pieces; False when they must go one by one."""
         try:
-            result = lower(graph, self.target, limits=self.limits)
-        except Exception as e:  # a lowering failure: run the graph as it is, unless strict
-            if self.strict:
-                raise
-            msg = f"{name}: lowering for {self.target.name} failed: {e}"
-            rec.errors.append(msg)
-            log.warning(msg)
-            warnings.warn(msg, RuntimeWarning, stacklevel=1)
+            imported = import_fx_graph(combined_graph(segments), gm, name=rec.name)
+        except Exception as e:  # a node that maps alone but not in context: find it segment by segment
+            log.info("%s: the segments do not import together (%s); one by one", rec.name, e)
+            return False
+        lowered = self._lowered(imported, rec)
+        if lowered is None:
+            return True  # the failure is recorded; the segments run as they are
+        pieces = split_lowered(lowered, imported.signature, segments)
+        before = split_lowered(imported.graph, imported.signature, segments)
+        for seg, piece, was in zip(segments, pieces, before):
+            if piece is None or (was is not None and same_computation(piece[0], was[0])):
+                continue  # nothing to run differently: the segment's nodes stay as they are
+            seg.module = self._export(piece[0], piece[1], segment_module(gm, seg), rec, device)
+        return True
+
+    def _lower_apart(self, gm: fx.GraphModule, segments: list[Segment], rec: GraphRecord,
+                     device: torch.device | None) -> None:
+        for k, seg in enumerate(segments):
+            original = segment_module(gm, seg)
+            try:
+                imported = import_graph(original, name=f"{rec.name}.{k}")
+            except UnsupportedOp as e:  # a node that maps alone but not in context
+                self._unlowered(rec, e.op, 1, e.reason)
+                continue
+            except Exception as e:
+                self._failed(rec, f"import of piece {k}", e)
+                continue
+            if imported.graph.outputs:
+                seg.module = self._lower_and_export(imported.graph, imported.signature, original, rec, device)
+
+    def _lower_and_export(self, graph: Graph, signature: Signature, original: torch.nn.Module, rec: GraphRecord,
+                          device: torch.device | None) -> torch.nn.Module | None:
+        """The lowered module, or None when `original` should run: the lowering failed, or changed nothing
+        (then the target runs the very aten ops the graph holds)."""
+        lowered = self._lowered(Imported(graph, signature), rec)
+        if lowered is None or same_computation(lowered, graph):
+            return None
+        return self._export(lowered, signature, original, rec, device)
+
+    def _lowered(self, imported: Imported, rec: GraphRecord) -> Graph | None:
+        """The imported graph lowered for the target (cached), or None (recorded) when the lowering fails."""
+        try:
+            graph, hit = cache.lowered(imported.graph, self.target, self.limits)
+        except Exception as e:
+            self._failed(rec, f"lowering for {self.target.name}", e)
             return None
         if self.record is not None:
-            self.record.append(result.graph)
+            self.record.append(graph)
         rec.lowered += 1
-        return export_graph(result.graph, signature)
+        rec.cached += hit
+        return graph
 
+    def _export(self, graph: Graph, signature: Signature, original: torch.nn.Module, rec: GraphRecord,
+                device: torch.device | None) -> torch.nn.Module | None:
+        """The lowered graph as a module that falls back to `original` if it ever fails to run."""
+        try:
+            module = export_graph(graph, signature)
+            if device is not None:
+                module = module.to(device)
+        except Exception as e:
+            self._failed(rec, "export", e)
+            return None
+        rec.replaced += 1
+        return Guarded(module, original, lambda e: self._failed(rec, "run", e))
+
+    # ---- what was not lowered
     def _unlowered(self, rec: GraphRecord, op: str, n: int, why: str) -> None:
         if self.strict:
             raise UnsupportedOp(op, why)
@@ -166,9 +236,36 @@ class TorchBackend:
             warnings.warn(f"egraph_lower: {op} is not lowered, it runs in PyTorch: {why}", RuntimeWarning,
                           stacklevel=1)
 
+    def _failed(self, rec: GraphRecord, stage: str, error: BaseException | str) -> None:
+        """A stage failed: its graph or piece runs as PyTorch gave it (raises under strict)."""
+        if self.strict:
+            if isinstance(error, BaseException):
+                raise error
+            raise LowerError(f"{rec.name}: {stage}: {error}")
+        why = error if isinstance(error, str) else f"{type(error).__name__}: {error}".splitlines()[0]
+        msg = f"{rec.name}: {stage}: {why}"
+        rec.errors.append(msg.split(": ", 1)[1])
+        log.warning("%s (it runs in PyTorch as it is)", msg)
+        warnings.warn(f"egraph_lower: {msg} (it runs in PyTorch as it is)", RuntimeWarning, stacklevel=1)
+
 
 def _boxed(module: Callable[..., Any]) -> Callable[..., Any]:
-    """AOTAutograd's calling convention: one list of arguments, cleared as it is consumed."""
+    """AOTAutograd's calling convention: one list of arguments, cleared as it is consumed.
+
+    A GraphModule gets the boxed code generation `aot_eager` gives it (it takes the list
+    and frees each argument after its last use); any other module, a wrapper."""
+    if isinstance(module, fx.GraphModule):
+        from torch.fx.graph import _BoxedCodeGen
+
+        module.graph.set_codegen(_BoxedCodeGen())
+        module.recompile()
+        forward = module.forward
+
+        def run_boxed(args: list[Any]) -> Any:
+            return forward(args)
+
+        run_boxed._boxed_call = True  # type: ignore[attr-defined]
+        return run_boxed
 
     def run(args: list[Any]) -> Any:
         values = list(args)
@@ -185,6 +282,7 @@ def backend(target: str | Backend, *, record: list[Graph] | None = None, limits:
 
     `record`: each lowered graph (an egraph_lower `Graph`) is appended to it.
     `partial`: split graphs around ops outside the mapping (else run such graphs whole).
-    `strict`: raise on an unmapped op or a failed lowering instead of running it unlowered.
+    `strict`: raise on an unmapped op or any failure (import, lowering, export, run,
+    symbolic shapes) instead of running the graph or piece as PyTorch gave it.
     """
     return TorchBackend(target, record, limits=limits, partial=partial, strict=strict)

@@ -3,27 +3,31 @@
     gm = export_graph(graph)                      # arguments: the Input/Param names in graph order
     gm = export_graph(graph, imported.signature)  # the calling convention of an imported FX graph
 
-Each node becomes one call to the PyTorch function of its op in `kernels` (attributes
-as keyword arguments), so the generated code reads like the graph. Constants are
-buffers of the module (they follow `.to(device)`). The module returns a tuple (or
-the single value, as the signature says).
+Each node becomes one call: to the torch function itself where, for the node's
+dtypes and shapes (known when exporting), it has the format's semantics (`Binary`,
+`MatMul`, `Reduce` on floats, `Reshape`, `Transpose`, `Expand`, `Compare`, ...), else
+to the PyTorch function of its op in `kernels` (attributes as keyword arguments).
+So the generated code reads like the graph and a step pays no per-call dispatch on
+dtypes. Constants are buffers of the module (they follow `.to(device)`). The module
+returns a tuple (or the single value, as the signature says).
 """
 
 from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 import torch.fx as fx
 
+from ..dtypes import FLOAT_DTYPES
 from ..evaluate import apply
-
 from ..graph import Graph, Node
 from . import kernels
-from .common import Signature
+from .common import FORMAT_TO_TORCH, Signature
 
 
 def _constant_tensor(node: Node) -> torch.Tensor:
@@ -66,8 +70,9 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
     for m in sig.masks:  # drawn first, in order: the generator is consumed as eager's dropouts consume it
         args[m.name] = g.call_function(kernels.dropout_mask, (first, list(m.shape), m.dtype, m.p))
     env: dict[int, fx.Node] = {}
+    by_id = graph.by_id
     for node in graph.nodes:
-        env[node.id] = _emit(g, root, node, args, env)
+        env[node.id] = _emit(g, root, node, args, env, by_id)
     results: list[Any] = []
     for slot in sig.outputs:
         if slot.kind == "output":
@@ -83,7 +88,7 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
 
 
 def _emit(g: fx.Graph, root: torch.nn.Module, node: Node, args: dict[str, fx.Node],
-          env: dict[int, fx.Node]) -> fx.Node:
+          env: dict[int, fx.Node], by_id: dict[int, Node]) -> fx.Node:
     if node.op in ("Input", "Param"):
         name = node.attrs["name"]
         if name not in args:
@@ -91,7 +96,54 @@ def _emit(g: fx.Graph, root: torch.nn.Module, node: Node, args: dict[str, fx.Nod
         return args[name]
     if node.op == "Constant":
         buffer = f"c{node.id}"
-        root.register_buffer(buffer, _constant_tensor(node))
-        return g.call_function(kernels.constant, (g.get_attr(buffer), list(node.shape)))
+        value = _constant_tensor(node)
+        root.register_buffer(buffer, value)
+        if tuple(value.shape) == node.shape:
+            return g.get_attr(buffer)
+        return g.call_method("expand", (g.get_attr(buffer), node.shape))
     ins = tuple(env[i] for i in node.inputs)
+    direct = _direct(node, [by_id[i] for i in node.inputs], ins)
+    if direct is not None:
+        return direct(g)
     return g.call_function(kernels.KERNELS[node.op], ins, dict(node.attrs))
+
+
+Emit = Callable[[fx.Graph], fx.Node]
+_BINARY: dict[str, Callable[..., Any]] = {"Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "Div": torch.div,
+           "Max": torch.maximum, "Min": torch.minimum, "Pow": torch.pow}
+_COMPARE: dict[str, Callable[..., Any]] = {"Eq": torch.eq, "Ne": torch.ne, "Lt": torch.lt, "Le": torch.le, "Gt": torch.gt, "Ge": torch.ge}
+_REDUCE: dict[str, Callable[..., Any]] = {"Sum": torch.sum, "Mean": torch.mean, "Max": torch.amax, "Min": torch.amin}
+
+
+def _direct(node: Node, inputs: list[Node], ins: tuple[fx.Node, ...]) -> Emit | None:
+    """A call of the torch function itself where it has the kernel's semantics for these dtypes and
+    shapes (known here, so the kernel's checks need not run at every step); None: call the kernel."""
+    floats = node.dtype in FLOAT_DTYPES and all(i.dtype == node.dtype for i in inputs)
+    op, a = node.op, node.attrs
+    if op == "Binary" and floats:
+        return lambda g: g.call_function(_BINARY[a["op"]], ins)
+    if op == "Activation" and floats and a["kind"] in kernels.ACTIVATIONS:
+        return lambda g: g.call_function(kernels.ACTIVATIONS[a["kind"]], ins)
+    if op == "MatMul" and floats:
+        return lambda g: g.call_function(torch.matmul, ins)
+    if op == "Compare":
+        return lambda g: g.call_function(_COMPARE[a["op"]], ins)
+    if op == "Where" and inputs[0].dtype == "bool":
+        return lambda g: g.call_function(torch.where, ins)
+    if op == "Reshape":
+        return lambda g: g.call_function(torch.reshape, (ins[0], tuple(a["shape"])))
+    if op == "Transpose":
+        return lambda g: g.call_function(torch.permute, (ins[0], tuple(a["perm"])))
+    if op == "Expand":
+        return lambda g: g.call_method("expand", (ins[0], tuple(a["shape"])))
+    if op == "Cast" and a["to"] == inputs[0].dtype:
+        return lambda g: ins[0]
+    if op == "Cast" and a["to"] in FLOAT_DTYPES and inputs[0].dtype in FLOAT_DTYPES:
+        return lambda g: g.call_method("to", (ins[0], FORMAT_TO_TORCH[a["to"]]))
+    if op == "Reduce" and floats and inputs[0].shape:
+        rank = len(inputs[0].shape)
+        dims = tuple(sorted({d % rank for d in a["axes"]}))
+        if dims and all(inputs[0].shape[d] > 0 for d in dims):
+            fn, keep = _REDUCE[a["op"]], bool(a.get("keep_dim", False))
+            return lambda g: g.call_function(fn, (ins[0], dims), {"keepdim": keep})
+    return None

@@ -176,15 +176,21 @@ def _propagate(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> None:
 def import_graph(gm: fx.GraphModule, example_inputs: Sequence[Any] | None = None,
                  name: str | None = None) -> Imported:
     """Map `gm` onto the format; raises `UnsupportedOp` for the first node it cannot map."""
-    from .aten import HANDLERS, get_attr
-
     if example_inputs is not None and any("val" not in n.meta for n in gm.graph.nodes if n.op != "output"):
         _propagate(gm, example_inputs)
+    return import_fx_graph(gm.graph, gm, name)
+
+
+def import_fx_graph(graph: fx.Graph, root: torch.nn.Module, name: str | None = None) -> Imported:
+    """`import_graph` of an `fx.Graph` whose `get_attr` nodes name attributes of `root` (every node
+    with its `meta['val']`): no GraphModule is made, so no Python code is generated for it."""
+    from .aten import HANDLERS, get_attr
+
     ctx = Context(name)
     placeholders: list[str] = []
     counts: dict[str, int] = {}
     out_node: fx.Node | None = None
-    for node in gm.graph.nodes:
+    for node in graph.nodes:
         ctx.node = node
         if node.op == "placeholder":
             placeholders.append(node.name)
@@ -199,7 +205,7 @@ def import_graph(gm: fx.GraphModule, example_inputs: Sequence[Any] | None = None
         elif node.op == "output":
             out_node = node
         elif node.op == "get_attr":
-            ctx.env[node] = get_attr(ctx, getattr_path(gm, str(node.target)))
+            ctx.env[node] = get_attr(ctx, getattr_path(root, str(node.target)))
         elif node.op == "call_function" and node.target is operator.getitem:
             src, index = node.args
             value = ctx.env.get(src)
@@ -219,7 +225,7 @@ def import_graph(gm: fx.GraphModule, example_inputs: Sequence[Any] | None = None
     return _finish(ctx, out_node, placeholders, counts)
 
 
-def getattr_path(gm: fx.GraphModule, target: str) -> Any:
+def getattr_path(gm: torch.nn.Module, target: str) -> Any:
     obj: Any = gm
     for part in target.split("."):
         obj = getattr(obj, part)

@@ -1,20 +1,27 @@
 """Split an FX graph around the nodes the importer cannot map.
 
-`split(gm)` walks the nodes in order and cuts them into segments: maximal runs of
+`plan(gm)` walks the nodes in order and cuts them into segments: maximal runs of
 mappable nodes, and the unmappable nodes between them. Each mappable run becomes
 a sub-GraphModule (its own placeholders and outputs), which the caller lowers; the
 unmappable nodes stay as they are in the top graph, which calls the segments in
 order. Cutting in topological order never makes a cycle.
+
+`combined_graph` puts every segment into one FX graph so that one lowering
+serves them all; `split_lowered` cuts the lowered graph back into one piece per
+segment.
 """
 
 from __future__ import annotations
 
+import json
 import operator
 from dataclasses import dataclass, field
 
+import torch
 import torch.fx as fx
 
-from .common import UnsupportedOp
+from ..graph import Graph, Node
+from .common import Signature, Slot, UnsupportedOp
 from .importer import Context, bind, op_name
 
 
@@ -23,7 +30,7 @@ class Segment:
     nodes: list[fx.Node]
     inputs: list[fx.Node] = field(default_factory=list)
     outputs: list[fx.Node] = field(default_factory=list)
-    module: fx.GraphModule | None = None
+    module: torch.nn.Module | None = None  # what runs it; None: its nodes, as PyTorch gave them
 
 
 def probe(node: fx.Node) -> UnsupportedOp | None:
@@ -48,6 +55,8 @@ def probe(node: fx.Node) -> UnsupportedOp | None:
         HANDLERS[name](ctx, bind(node))
     except UnsupportedOp as e:
         return e
+    except Exception as e:  # a handler's bug or an argument it did not expect: the op runs in PyTorch
+        return ctx.refuse(f"the mapping failed: {type(e).__name__}: {e}")
     return None
 
 
@@ -115,14 +124,18 @@ def segment_module(gm: fx.GraphModule, seg: Segment) -> fx.GraphModule:
 
 
 def assemble(gm: fx.GraphModule, items: list[fx.Node | Segment]) -> fx.GraphModule:
-    """The top graph: kept nodes copied, each segment a call of its (lowered) module."""
+    """The top graph: kept nodes copied, each segment a call of its module (its nodes copied when it has none)."""
     g = fx.Graph()
     env: dict[fx.Node, fx.Node] = {}
     modules: dict[str, object] = {}
     for item in items:
-        if isinstance(item, Segment):
+        if isinstance(item, Segment) and item.module is None:  # kept as PyTorch gave it: its nodes, inline
+            for n in item.nodes:
+                if n.op == "get_attr":
+                    modules[str(n.target)] = _getattr(gm, str(n.target))
+                env[n] = g.node_copy(n, lambda x: env[x])
+        elif isinstance(item, Segment):
             name = f"segment_{len(modules)}"
-            assert item.module is not None
             modules[name] = item.module
             call = g.call_module(name, tuple(env[a] for a in item.inputs))
             for k, o in enumerate(item.outputs):
@@ -140,3 +153,90 @@ def _getattr(gm: fx.GraphModule, target: str) -> object:
     for part in target.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def combined_graph(segments: list[Segment]) -> fx.Graph:
+    """Every segment in one FX graph (its `get_attr` nodes name `gm`'s attributes), so one lowering
+    serves them all.
+
+    Each value a segment reads from outside it (a placeholder, an unmapped op's result,
+    another segment's output) is a placeholder named after the top graph's node; the
+    outputs are every segment's outputs, segment after segment. The segments share
+    nothing else, so the lowered graph splits back into one piece per segment.
+    """
+    g = fx.Graph()
+    inputs = list(dict.fromkeys(a for seg in segments for a in seg.inputs))
+    ph: dict[fx.Node, fx.Node] = {}
+    for a in inputs:
+        ph[a] = g.placeholder(a.name)
+        ph[a].meta = dict(a.meta)
+    outs: list[fx.Node] = []
+    for seg in segments:
+        env: dict[fx.Node, fx.Node] = {a: ph[a] for a in seg.inputs}
+        for n in seg.nodes:
+            env[n] = g.node_copy(n, lambda x: env[x])
+        outs += [env[o] for o in seg.outputs]
+    g.output(tuple(outs))
+    return g
+
+
+def split_lowered(graph: Graph, signature: Signature, segments: list[Segment]
+                  ) -> list[tuple[Graph, Signature] | None]:
+    """`graph` (the lowered `combined_graph`, whose calling convention is `signature`) cut back into
+    one (graph, signature) per segment, called with the segment's inputs; None for a segment
+    whose piece computes nothing or needs a value that is not one of its inputs."""
+    by_id = graph.by_id
+    out: list[tuple[Graph, Signature] | None] = []
+    start = 0
+    for seg in segments:
+        slots = signature.outputs[start:start + len(seg.outputs)]
+        start += len(seg.outputs)
+        names = tuple(a.name for a in seg.inputs)
+        position = {n: i for i, n in enumerate(names)}
+        outputs = [graph.outputs[s.index] for s in slots if s.kind == "output"]
+        used = _reachable(by_id, outputs)
+        needs = {by_id[i].attrs["name"] for i in used if by_id[i].op in ("Input", "Param")}
+        passed = {signature.inputs[s.index] for s in slots if s.kind == "input"}
+        if not outputs or not (needs | passed) <= set(names):
+            out.append(None)
+            continue
+        new_slots: list[Slot] = []
+        k = 0
+        for s in slots:
+            if s.kind == "output":
+                new_slots.append(Slot("output", k))
+                k += 1
+            elif s.kind == "input":
+                new_slots.append(Slot("input", position[signature.inputs[s.index]]))
+            else:
+                new_slots.append(s)
+        piece = Graph([n for n in graph.nodes if n.id in used], outputs, graph.name)
+        out.append((piece, Signature(names, tuple(new_slots), True)))
+    return out
+
+
+def _reachable(by_id: dict[int, Node], outputs: list[int]) -> set[int]:
+    seen: set[int] = set()
+    stack = list(outputs)
+    while stack:
+        nid = stack.pop()
+        if nid not in seen:
+            seen.add(nid)
+            stack.extend(by_id[nid].inputs)
+    return seen
+
+
+def same_computation(a: Graph, b: Graph) -> bool:
+    """Whether `a` and `b` compute the same thing node for node (ids and order aside)."""
+    if len(a.nodes) != len(b.nodes) or len(a.outputs) != len(b.outputs):
+        return False
+    intern: dict[tuple[object, ...], int] = {}
+
+    def canon(g: Graph) -> tuple[list[int], set[int]]:
+        ids: dict[int, int] = {}
+        for n in g.nodes:  # inputs come before their users
+            k = (n.op, json.dumps(n.attrs, sort_keys=True), n.shape, n.dtype, tuple(ids[i] for i in n.inputs))
+            ids[n.id] = intern.setdefault(k, len(intern))
+        return [ids[o] for o in g.outputs], set(ids.values())
+
+    return canon(a) == canon(b)

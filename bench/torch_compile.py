@@ -1,0 +1,191 @@
+"""A training step under torch.compile: egraph_lower's backend against `aot_eager`, whole process each.
+
+    python bench/torch_compile.py [--models mlp,cnn,gpt2,bert] [--backends aot_eager,cpu,metal,wgpu]
+                                  [--repeats 3] [--steps 30]
+
+Each (model, backend) runs in a fresh Python process, `repeats` times, alternating
+backends. Times are the process's CPU time (`time.process_time`) with one torch
+thread: on a machine shared with other work, wall-clock times swing by 2x and more. In the process: torch and egraph_lower.torch are imported and dynamo is
+warmed up on an unrelated one-op function with `aot_eager` (imports and dynamo's own
+first-use cost are no part of either backend); then the model is built, and
+
+- first call: one training step (forward, backward) compiled with the backend, from
+  the call until the gradients are there, in a fresh process each time; the median
+  over `repeats` processes, aot_eager's likewise;
+- steady state: the model compiled twice in one process, with the backend and with
+  `aot_eager`, their steps interleaved (`steps` each, after three warm-up steps), so
+  both see the same machine; the median step time of each, and the median over
+  `repeats` processes of the per-process ratio.
+
+The models (small, random weights, nothing downloaded): an MLP with LayerNorm and
+dropout, a CNN with Conv2d + BatchNorm2d + max pooling, and `transformers`' GPT-2
+and BERT from small configs (skipped when transformers is not installed). Each
+process prints one JSON line; the table is markdown. "pieces run lowered": graphs or
+pieces the lowering changed (the others run as PyTorch gave them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ("mlp", "cnn", "gpt2", "bert")
+BACKENDS = ("aot_eager", "cpu", "metal", "wgpu")
+
+
+def build(name: str) -> tuple[Any, Any]:
+    """(model, step) where step() runs one forward and backward."""
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    if name == "mlp":
+        model = nn.Sequential(nn.Linear(64, 256), nn.LayerNorm(256), nn.GELU(), nn.Dropout(0.1),
+                              nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, 10))
+        x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+        return model, lambda: nn.functional.cross_entropy(model(x), y)
+    if name == "cnn":
+        model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.SiLU(), nn.MaxPool2d(2),
+                              nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
+        x, y = torch.randn(16, 3, 32, 32), torch.randint(0, 10, (16,))
+        return model, lambda: nn.functional.cross_entropy(model(x), y)
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    ids = torch.randint(0, 128, (4, 32))
+    if name == "gpt2":
+        cfg = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=64, vocab_size=128, n_positions=64)
+        gpt = transformers.GPT2LMHeadModel(cfg)
+        gpt.loss_type = "ForCausalLM"
+        return gpt, lambda: gpt(input_ids=ids, labels=ids).loss
+    bcfg = transformers.BertConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=64, intermediate_size=128,
+                                   vocab_size=128, max_position_embeddings=64)
+    bcfg.num_labels = 3
+    bcfg.problem_type = "single_label_classification"
+    bert = transformers.BertForSequenceClassification(bcfg)
+    labels = torch.randint(0, 3, (4,))
+    return bert, lambda: bert(input_ids=ids, labels=labels).loss
+
+
+def _warm() -> None:
+    import warnings
+
+    import torch
+
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(1)  # with process CPU time, other processes on the machine barely move the numbers
+    torch.compile(lambda t: t.sin(), backend="aot_eager")(torch.randn(2, requires_grad=True)).sum().backward()
+    torch._dynamo.reset()
+
+
+def _compiled(model_name: str, backend_name: str) -> tuple[Any, Any]:
+    """(a training step compiled with the backend, the backend object)."""
+    import torch
+
+    import egraph_lower.torch as elt
+
+    model, loss_fn = build(model_name)
+    model.train()
+    be: Any = backend_name if backend_name == "aot_eager" else elt.backend(backend_name)
+    step = torch.compile(loss_fn, backend=be, dynamic=False)
+
+    def train_step() -> None:
+        model.zero_grad(set_to_none=True)
+        step().backward()
+
+    return train_step, be
+
+
+def first_call(model_name: str, backend_name: str) -> dict[str, Any]:
+    """The first training step's CPU time in this (fresh) process."""
+    _warm()
+    train_step, be = _compiled(model_name, backend_name)
+    t0 = time.process_time()
+    train_step()
+    out: dict[str, Any] = {"model": model_name, "backend": backend_name, "first": time.process_time() - t0}
+    if backend_name != "aot_eager":
+        out["lowered"] = sum(g.lowered for g in be.graphs)
+        out["replaced"] = sum(getattr(g, "replaced", 0) for g in be.graphs)
+        out["fallbacks"] = sum(len(g.errors) for g in be.graphs)
+    return out
+
+
+def steady(model_name: str, backend_name: str, steps: int) -> dict[str, Any]:
+    """Median step CPU times of the backend and of aot_eager, their steps interleaved in this process
+    (so both see the same machine)."""
+    _warm()
+    runs = {b: _compiled(model_name, b)[0] for b in ("aot_eager", backend_name)}
+    for run in runs.values():
+        for _ in range(3):
+            run()
+    times: dict[str, list[float]] = {b: [] for b in runs}
+    for _ in range(steps):
+        for b, run in runs.items():
+            t0 = time.process_time()
+            run()
+            times[b].append(time.process_time() - t0)
+    return {"model": model_name, "backend": backend_name, "step": statistics.median(times[backend_name]),
+            "aot_eager_step": statistics.median(times["aot_eager"])}
+
+
+def _run(args: list[str], env: dict[str, str]) -> dict[str, Any] | None:
+    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        print(f"{' '.join(args)}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--backends", default=",".join(BACKENDS))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--first", nargs=2, metavar=("MODEL", "BACKEND"), help=argparse.SUPPRESS)
+    ap.add_argument("--steady", nargs=2, metavar=("MODEL", "BACKEND"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.first:
+        print(json.dumps(first_call(args.first[0], args.first[1])))
+        return
+    if args.steady:
+        print(json.dumps(steady(args.steady[0], args.steady[1], args.steps)))
+        return
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    backends = [b for b in args.backends.split(",") if b != "aot_eager"]
+    print("| model | backend | first call (s) | aot_eager (s) | ratio | step (ms) | aot_eager (ms) | ratio |"
+          " lowered graphs | pieces run lowered |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for model in args.models.split(","):
+        firsts: dict[str, list[dict[str, Any]]] = {}
+        for _ in range(args.repeats):
+            for backend in ["aot_eager", *backends]:
+                r = _run(["--first", model, backend], env)
+                if r is not None:
+                    firsts.setdefault(backend, []).append(r)
+        base = statistics.median(r["first"] for r in firsts.get("aot_eager", [{"first": float("nan")}]))
+        for backend in backends:
+            if backend not in firsts:
+                continue
+            first = statistics.median(r["first"] for r in firsts[backend])
+            st = [r for r in (_run(["--steady", model, backend, "--steps", str(args.steps)], env)
+                              for _ in range(args.repeats)) if r is not None]
+            step = statistics.median(r["step"] for r in st) if st else float("nan")
+            base_step = statistics.median(r["aot_eager_step"] for r in st) if st else float("nan")
+            ratio = statistics.median(r["step"] / r["aot_eager_step"] for r in st) if st else float("nan")
+            f0 = firsts[backend][0]
+            print(f"| {model} | {backend} | {first:.2f} | {base:.2f} | {first / base:.2f}x | {step * 1e3:.2f} |"
+                  f" {base_step * 1e3:.2f} | {ratio:.2f}x | {f0['lowered']} | {f0['replaced']} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

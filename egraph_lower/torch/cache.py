@@ -1,0 +1,68 @@
+"""A process-wide cache of lowered graphs, so each distinct graph is lowered once.
+
+The key holds everything `egraph_lower.lower` depends on: the graph's structure
+(nodes, attributes, constants' values, shapes, dtypes, Input names, outputs; not
+its name), the backend's content (ops, kinds, costs, not only its name), the limits
+and the extractor. A recompile of the same model, a second model with the same
+layers, or the same layer traced twice (GPT-2's blocks) reuse the lowered graph.
+
+A graph whose lowering stopped on its time limit is not cached: another run might
+finish, and a result that depends on the machine's load is not a function of the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import asdict
+from typing import Any
+
+from ..backends import Backend
+from ..egraph.saturate import Limits
+from ..graph import Graph
+from ..lower import lower
+
+_lock = threading.Lock()
+_lowered: dict[str, Graph] = {}
+stats = {"hits": 0, "misses": 0}
+
+
+def backend_key(backend: Backend) -> dict[str, Any]:
+    """The backend's content, in a canonical order."""
+    return {
+        "name": backend.name,
+        "ops": sorted(backend.ops),
+        "activation_kinds": sorted(backend.activation_kinds),
+        "backward_kinds": sorted(backend.backward_kinds),
+        "cost": {k: (dict(sorted(v.items())) if k == "weights" else v) for k, v in asdict(backend.cost).items()},
+    }
+
+
+def key(graph: Graph, backend: Backend, limits: Limits, extractor: str) -> str:
+    doc = graph.to_dict()
+    doc.pop("name", None)
+    text = json.dumps([doc, backend_key(backend), asdict(limits), extractor], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def lowered(graph: Graph, backend: Backend, limits: Limits, extractor: str = "greedy") -> tuple[Graph, bool]:
+    """`graph` lowered for `backend` (from the cache when it was lowered before), and whether it was cached."""
+    k = key(graph, backend, limits, extractor)
+    with _lock:
+        hit = _lowered.get(k)
+        stats["hits" if hit is not None else "misses"] += 1
+    if hit is not None:
+        return hit, True
+    result = lower(graph, backend, limits=limits, extractor=extractor)
+    if result.report.stop_reason != "time_limit":
+        with _lock:
+            _lowered[k] = result.graph
+    return result.graph, False
+
+
+def clear() -> None:
+    """Forget every lowered graph (tests, or to measure a cold lowering)."""
+    with _lock:
+        _lowered.clear()
+        stats.update(hits=0, misses=0)
