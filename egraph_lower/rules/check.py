@@ -35,7 +35,7 @@ from ..egraph import language
 from ..evaluate import apply
 from . import ALL_RULES
 from .approximations import ATAN_MAX_ABS_ERROR, ERF_MAX_ABS_ERROR
-from .domains import BN_EPS, DTYPES, EPS, FLOOR, UNDERFLOW_X, _ctor, _kind, _round, domain
+from .domains import BN_EPS, DTYPES, EPS, FLOOR, SCALES, UNDERFLOW_X, _ctor, _kind, _round, domain
 from .dsl import App, Lit, Rule, Term, Var
 
 
@@ -126,6 +126,8 @@ def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray) -> np.ndarray:
             return np.sum(np.abs(f["dy"] * (f["x"] - f["mean"])), axis=0) / np.sqrt(f["var"] + BN_EPS)
         if label == "BnBwdBeta":
             return np.sum(np.abs(f["dy"]), axis=0)
+        if label in SCALES:
+            return SCALES[label](f)
         scale = np.abs(ref)
         if "dy" in f:
             scale = np.maximum(scale, np.abs(np.broadcast_to(f["dy"], ref.shape)))

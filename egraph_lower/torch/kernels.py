@@ -250,5 +250,105 @@ def empty(like: Tensor | None, shape: Sequence[int], dtype: str) -> Tensor:
     return torch.empty(tuple(shape), dtype=_dtype(dtype), device=device)
 
 
+# ---- normalization (opdefs/norm.py) ---------------------------------------------------------------
+
+def _dims(x: Tensor, axes: Sequence[int]) -> tuple[int, ...]:
+    return tuple(a % x.dim() for a in axes)
+
+
+def _centred(x: Tensor, dims: tuple[int, ...]) -> Tensor:
+    d = x - x.mean(dim=dims, keepdim=True)
+    return d - d.mean(dim=dims, keepdim=True)
+
+
+def inv_std(x: Tensor, axes: Sequence[int], eps: float, keep_dim: bool = False) -> Tensor:
+    dims = _dims(x, axes)
+    d = _centred(x, dims)
+    return torch.rsqrt((d * d).mean(dim=dims, keepdim=keep_dim) + eps)
+
+
+def inv_rms(x: Tensor, axes: Sequence[int], eps: float, keep_dim: bool = False) -> Tensor:
+    return torch.rsqrt((x * x).mean(dim=_dims(x, axes), keepdim=keep_dim) + eps)
+
+
+def _tail(x: Tensor, axis: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    a = axis % x.dim()
+    return tuple(range(a, x.dim())), tuple(range(a))
+
+
+def _sum(t: Tensor, dims: tuple[int, ...]) -> Tensor:
+    return t.sum(dim=dims) if dims else t
+
+
+def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, axis: int, eps: float) -> Tensor:
+    dims, _ = _tail(x, axis)
+    return _centred(x, dims) * inv_std(x, dims, eps, True) * weight + bias
+
+
+def layer_norm_backward_input(x: Tensor, weight: Tensor, mean: Tensor, rstd: Tensor, dy: Tensor,
+                              axis: int) -> Tensor:
+    dims, _ = _tail(x, axis)
+    g, xhat = dy * weight, (x - mean) * rstd
+    return rstd * (g - g.mean(dim=dims, keepdim=True) - xhat * (g * xhat).mean(dim=dims, keepdim=True))
+
+
+def layer_norm_backward_weight(x: Tensor, mean: Tensor, rstd: Tensor, dy: Tensor, axis: int) -> Tensor:
+    return _sum(dy * ((x - mean) * rstd), _tail(x, axis)[1])
+
+
+def layer_norm_backward_bias(dy: Tensor, axis: int) -> Tensor:
+    return _sum(dy, _tail(dy, axis)[1])
+
+
+def rms_norm(x: Tensor, weight: Tensor, axis: int, eps: float) -> Tensor:
+    return x * inv_rms(x, _tail(x, axis)[0], eps, True) * weight
+
+
+def rms_norm_backward_input(x: Tensor, weight: Tensor, rstd: Tensor, dy: Tensor, axis: int) -> Tensor:
+    dims, _ = _tail(x, axis)
+    g, xhat = dy * weight, x * rstd
+    return rstd * (g - xhat * (g * xhat).mean(dim=dims, keepdim=True))
+
+
+def rms_norm_backward_weight(x: Tensor, rstd: Tensor, dy: Tensor, axis: int) -> Tensor:
+    return _sum(dy * (x * rstd), _tail(x, axis)[1])
+
+
+def _channel(x: Tensor, axis: int) -> tuple[int, tuple[int, ...]]:
+    a = axis % x.dim()
+    return a, tuple(i for i in range(x.dim()) if i != a)
+
+
+def _per_channel(v: Tensor, a: int, ndim: int) -> Tensor:
+    return v.reshape(v.shape + (1,) * (ndim - 1 - a))
+
+
+def batch_norm_training(x: Tensor, gamma: Tensor, beta: Tensor, axis: int, eps: float) -> Tensor:
+    a, dims = _channel(x, axis)
+    return (_centred(x, dims) * inv_std(x, dims, eps, True) * _per_channel(gamma, a, x.dim())
+            + _per_channel(beta, a, x.dim()))
+
+
+def _bn_xhat(x: Tensor, mean: Tensor, invstd: Tensor, a: int) -> Tensor:
+    return (x - _per_channel(mean, a, x.dim())) * _per_channel(invstd, a, x.dim())
+
+
+def batch_norm_training_backward_input(x: Tensor, gamma: Tensor, mean: Tensor, invstd: Tensor, dy: Tensor,
+                                       axis: int) -> Tensor:
+    a, dims = _channel(x, axis)
+    xhat = _bn_xhat(x, mean, invstd, a)
+    inner = dy - dy.mean(dim=dims, keepdim=True) - xhat * (dy * xhat).mean(dim=dims, keepdim=True)
+    return _per_channel(gamma * invstd, a, x.dim()) * inner
+
+
+def batch_norm_training_backward_gamma(x: Tensor, mean: Tensor, invstd: Tensor, dy: Tensor, axis: int) -> Tensor:
+    a, dims = _channel(x, axis)
+    return _sum(dy * _bn_xhat(x, mean, invstd, a), dims)
+
+
+def batch_norm_training_backward_beta(dy: Tensor, axis: int) -> Tensor:
+    return _sum(dy, _channel(dy, axis)[1])
+
+
 # each op's function, as its declaration names it (`OpDef.torch`)
 KERNELS: dict[str, Callable[..., Any]] = {d.name: globals()[d.torch] for d in OPDEFS.values() if d.torch}
