@@ -254,3 +254,47 @@ def test_the_forward_expansion_shares_the_saved_statistics() -> None:
     assert len(means) == 1  # the saved mean is the forward's mean, computed once
     assert lowered.outputs[1] == means[0].id
     assert_lowering_matches(graph, lowered, feeds(graph))
+
+
+def bn_inference_step(axis: int | None) -> el.Graph:
+    """Batch-norm inference and its three backward ops on [2, 3, 4, 2], channels on axis 1 (or, with
+    axis None, version 1's last axis: [2, 4, 2, 3])."""
+    b = GraphBuilder("bn_inference")
+    shape = [2, 3, 4, 2] if axis is not None else [2, 4, 2, 3]
+    x, dy = b.input("x", shape), b.input("dy", shape)
+    gamma, beta, mean, var = (b.param(n, [3]) for n in ("gamma", "beta", "mean", "var"))
+    at: dict[str, object] = {} if axis is None else {"axis": axis}
+    outs = [b.op("BatchNormInference", x, gamma, beta, mean, var, eps=EPS, **at),
+            b.op("BatchNormInferenceBackwardInput", x, gamma, mean, var, dy, eps=EPS, **at),
+            b.op("BatchNormInferenceBackwardGamma", x, mean, var, dy, eps=EPS, **at),
+            b.op("BatchNormInferenceBackwardBeta", dy, **at)]
+    return b.build(outs)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("axis", [1, -3, None])
+def test_batch_norm_inference_on_any_channel_axis_lowers_everywhere(backend: str, axis: int | None) -> None:
+    graph = bn_inference_step(axis)
+    f = feeds(graph)
+    f["var"] = np.abs(f["var"]) + 0.5
+    result = el.lower(graph, backend)
+    assert all(el.load_backend(backend).runs_node(n) for n in result.graph.nodes)
+    assert_lowering_matches(graph, result.graph, f)
+    kept = [n for n in result.graph.nodes if n.op.startswith("BatchNormInference")]
+    assert all(n.attrs.get("axis") == axis for n in kept)
+
+
+def test_batch_norm_inference_axis_is_the_channel_of_a_transposed_input() -> None:
+    rng = np.random.default_rng(5)
+    x, dy = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 4))
+    gamma, beta, mean, var = rng.standard_normal(3), rng.standard_normal(3), rng.standard_normal(3), rng.random(3) + 1
+    last = (0, 2, 1)  # channels moved to the last axis: version 1's form
+    for op, args in (("BatchNormInference", (gamma, beta, mean, var)),
+                     ("BatchNormInferenceBackwardInput", (gamma, mean, var))):
+        extra = (dy,) if op.endswith("Input") else ()
+        got = f64(op, {"eps": EPS, "axis": 1}, x, *args, *extra)
+        want = f64(op, {"eps": EPS}, x.transpose(last), *args, *(e.transpose(last) for e in extra))
+        np.testing.assert_allclose(got, want.transpose(last), rtol=1e-15)
+    np.testing.assert_allclose(f64("BatchNormInferenceBackwardGamma", {"eps": EPS, "axis": 1}, x, mean, var, dy),
+                               f64("BatchNormInferenceBackwardGamma", {"eps": EPS}, x.transpose(last), mean, var,
+                                   dy.transpose(last)), rtol=1e-14)

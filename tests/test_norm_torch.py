@@ -227,14 +227,51 @@ def test_training_step_matches_eager(name: str, target: str) -> None:
         assert not [n for n in graph.nodes if "Norm" in n.op and n.op != "BatchNormInference"]
 
 
-def test_eval_mode_batch_norm_on_rank_two() -> None:
+EVAL_MODELS: dict[str, Callable[[], tuple[nn.Module, tuple[int, ...]]]] = {
+    "batchnorm1d-nc": MODELS["batchnorm1d-nc"],
+    "batchnorm2d": MODELS["batchnorm2d"],
+}
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+@pytest.mark.parametrize("name", list(EVAL_MODELS))
+def test_eval_mode_batch_norm_step_matches_eager(name: str, target: str) -> None:
     torch.manual_seed(0)
-    eager = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4)).eval()
+    eager, shape = EVAL_MODELS[name]()
+    bn = next(m for m in eager.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm))
+    with torch.no_grad():
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+    eager.eval()
     compiled = copy.deepcopy(eager)
-    x, y = torch.randn(8, 6), torch.randn(8, 4)
-    be = elt.backend("wgpu", strict=True)
+    x, y = torch.randn(shape), torch.randn(shape[0], 4)
+    record: list[el.Graph] = []
+    be = elt.backend(target, record=record, strict=True)
     got = _train(compiled, torch.compile(_loss_step(compiled), backend=be, dynamic=False), x, y)
     want = _train(eager, _loss_step(eager), x, y)
     for g_step, w_step in zip(got, want):
         for g, w in zip(g_step, w_step):
             torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+    assert be.unlowered_ops == {}, be.summary()
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (4, 3, 5), (2, 3, 4, 4)])
+def test_eval_mode_import_and_evaluator_agree_with_torch(shape: tuple[int, ...]) -> None:
+    x, g = torch.randn(shape, dtype=torch.float64), torch.randn(shape, dtype=torch.float64)
+    w, b, m = (torch.randn(3, dtype=torch.float64) for _ in range(3))
+    v = torch.rand(3, dtype=torch.float64) + 0.5
+
+    def f(x: Any, g: Any, w: Any, b: Any, m: Any, v: Any) -> Any:
+        y, _, _ = A._native_batch_norm_legit_no_training(x, w, b, m, v, 0.1, EPS)
+        return (y, *A.native_batch_norm_backward(g, x, w, m, v, None, None, False, EPS, [True, True, True]))
+
+    gm = make_fx(f, tracing_mode="fake")(x, g, w, b, m, v)
+    graph = elt.import_graph(gm).graph.validated()
+    bns = [n for n in graph.nodes if n.op.startswith("BatchNormInference")]
+    assert len(bns) == 4
+    # [N, C] keeps version 1's form (no `axis`); higher ranks name the channel axis
+    assert all(n.attrs.get("axis") == (None if len(shape) == 2 else 1) for n in bns)
+    feeds = {n.attrs["name"]: t.numpy() for n, t in zip([n for n in graph.nodes if n.op == "Input"],
+                                                         (x, g, w, b, m, v))}
+    for got, want in zip(el.evaluate(graph, feeds), f(x, g, w, b, m, v)):
+        close(got, want)

@@ -112,5 +112,5 @@ def decode(ctor: str, fields: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
     for f, value in zip(c.fields, fields):
         if f.decode is not None:  # a derived field is no attribute
             attrs[f.name] = f.decode(value)
-    attrs.update(c.implies)
+    attrs.update((k, v) for k, v in c.implies if v is not None)  # None: the attribute is absent
     return c.op, attrs

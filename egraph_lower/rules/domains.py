@@ -148,6 +148,9 @@ def _bn_domain(rule: Rule, dtype: str) -> dict[str, object]:
     terms = np.abs(dy * (x - mean) / np.sqrt(var + BN_EPS))
     dy = dy * min(1.0, MAX[dtype] / (4 * terms.max()))
     env: dict[str, object] = {"eps": BN_EPS, "axes": "[0]"}
+    if "axis" in names:  # the channel on axis 1 of [N, C, 2] (format version 2's `axis`)
+        x, dy = np.stack([x, x[::-1]], axis=2), np.stack([dy, dy[::-1]], axis=2)
+        env.update(axis=1, cshape=f"[{len(mean)},1]", axes="[0,2]")
     for name, v in (("x", x), ("mean", mean), ("var", var), ("gamma", gamma), ("beta", beta), ("dy", dy)):
         if name in names:
             env[name] = _round(v, dtype)
@@ -273,6 +276,11 @@ SCALES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {
                                                   _bn_c(f["gamma"] * f["invstd"]), (0, 2)),
     "BnTrainBwdGamma": lambda f: _sum_abs(f["dy"] * (f["x"] - _bn_c(f["mean"])) * _bn_c(f["invstd"]), (0, 2)),
     "BnTrainBwdBeta": lambda f: _sum_abs(f["dy"], (0, 2)),
+    # batch-norm inference with the channel on axis 1 of [N, C, 2] (the version-1 forms: check.py)
+    "BNAxis": lambda f: np.abs((f["x"] - _bn_c(f["mean"])) / _bn_c(np.sqrt(f["var"] + BN_EPS) / f["gamma"]))
+    + np.abs(_bn_c(f["beta"])),
+    "BnBwdGammaAxis": lambda f: _sum_abs(f["dy"] * (f["x"] - _bn_c(f["mean"])), (0, 2)) / np.sqrt(f["var"] + BN_EPS),
+    "BnBwdBetaAxis": lambda f: _sum_abs(f["dy"], (0, 2)),
 }
 
 # the sampling domains an op's declaration may name (`OpDef.domain`)

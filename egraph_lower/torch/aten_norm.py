@@ -9,10 +9,11 @@
   `Reduce{Mean}` [C] and saved invstd `InvStd` [C]. The functional form's updated running statistics are
   computed here as torch does: (1 - momentum) * running + momentum * batch, the variance unbiased
   (n / (n - 1)) from the batch's own mean((x - mean)^2). They are a few Binary/Reduce nodes of the same
-  graph, so the forward stays one piece. Eval mode (running statistics): BatchNormInference on [N, C]
-  only (its channels are on the last axis).
+  graph, so the forward stays one piece. Eval mode (running statistics): BatchNormInference, without
+  `axis` on [N, C] (version 1's last axis: such graphs stay version-1 documents), with `axis: 1` on
+  higher ranks.
 - `native_batch_norm_backward`: train=True -> BatchNormTrainingBackward* from the saved statistics;
-  train=False -> BatchNormInferenceBackward* on [N, C].
+  train=False -> BatchNormInferenceBackward*, `axis` as in the forward.
 - RMS norm: torch 2.13 under AOTAutograd emits `F.rms_norm` as primitives (pow, mean, rsqrt, mul) on
   CPU, not `_fused_rms_norm`, so there is nothing to map; the RmsNorm ops are for graphs written in the
   format.
@@ -143,11 +144,11 @@ def _bn_eval(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
     if a["running_mean"] is None or a["running_var"] is None:
         raise ctx.refuse("eval-mode batch norm without running statistics")
     x0 = ctx.t(a["input"])
-    c = _last_channels(ctx, x0)
+    c, attrs = _eval_channels(ctx, x0)
     dt = _dtype(ctx, a["input"], a["weight"], a["bias"], a["running_mean"], a["running_var"])
     ins = (ctx.cast(x0, dt), _or_fill(ctx, a["weight"], 1.0, (c,), dt), _or_fill(ctx, a["bias"], 0.0, (c,), dt),
            ctx.cast(ctx.t(a["running_mean"]), dt), ctx.cast(ctx.t(a["running_var"]), dt))
-    y = _result(ctx, ctx.add("BatchNormInference", ins, {"eps": float(a["eps"])}), 0)
+    y = _result(ctx, ctx.add("BatchNormInference", ins, {"eps": float(a["eps"]), **attrs}), 0)
     stats = []
     for i in (1, 2):
         shape, sdt = ctx.out(i)
@@ -157,13 +158,11 @@ def _bn_eval(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
     return (y, *stats)
 
 
-def _last_channels(ctx: Context, x: int) -> int:
-    shape = ctx.shape(x)
-    if len(shape) != 2:
-        raise ctx.refuse(
-            f"eval-mode batch norm on a rank-{len(shape)} input {list(shape)}: BatchNormInference has its "
-            "channels on the last axis; only [N, C] input is mapped in eval mode")
-    return shape[1]
+def _eval_channels(ctx: Context, x: int) -> tuple[int, dict[str, Any]]:
+    """C and the `axis` attribute of the inference ops: none on [N, C] (version 1's last axis, so such
+    graphs stay version-1 documents), axis 1 on higher ranks."""
+    c, _ = _channels(ctx, x)
+    return c, ({} if len(ctx.shape(x)) == 2 else {"axis": 1})
 
 
 @handles("native_batch_norm.default", "_native_batch_norm_legit.default")
@@ -213,16 +212,16 @@ def _bn_backward(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(out)
     if a["running_mean"] is None or a["running_var"] is None:
         raise ctx.refuse("eval-mode batch norm backward without running statistics")
-    c = _last_channels(ctx, x0)
+    c, axis = _eval_channels(ctx, x0)
     dt = _dtype(ctx, a["grad_out"], a["input"], a["weight"], a["running_mean"], a["running_var"])
     x, dy = ctx.cast(x0, dt), ctx.cast(ctx.t(a["grad_out"]), dt)
     mean, var = ctx.cast(ctx.t(a["running_mean"]), dt), ctx.cast(ctx.t(a["running_var"]), dt)
-    eps = {"eps": float(a["eps"])}
+    eps = {"eps": float(a["eps"]), **axis}
     if mask[0]:
         gamma = _or_fill(ctx, a["weight"], 1.0, (c,), dt)
         out[0] = _result(ctx, ctx.add("BatchNormInferenceBackwardInput", (x, gamma, mean, var, dy), eps), 0)
     if mask[1]:
         out[1] = _result(ctx, ctx.add("BatchNormInferenceBackwardGamma", (x, mean, var, dy), eps), 1)
     if mask[2]:
-        out[2] = _result(ctx, ctx.add("BatchNormInferenceBackwardBeta", (dy,)), 2)
+        out[2] = _result(ctx, ctx.add("BatchNormInferenceBackwardBeta", (dy,), axis), 2)
     return tuple(out)

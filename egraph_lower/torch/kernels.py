@@ -213,26 +213,35 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     return torch.matmul(a, b)
 
 
+def _bn_c(v: Tensor, x: Tensor, axis: int) -> Tensor:
+    """A [C] tensor shaped to broadcast along `axis` of x."""
+    return v.reshape(v.shape + (1,) * (x.dim() - 1 - axis % x.dim()))
+
+
 def batch_norm_inference(x: Tensor, gamma: Tensor, beta: Tensor, mean: Tensor, var: Tensor,
-                         eps: float) -> Tensor:
-    return (x - mean) / torch.sqrt(var + eps) * gamma + beta
+                         eps: float, axis: int = -1) -> Tensor:
+    return ((x - _bn_c(mean, x, axis)) / _bn_c(torch.sqrt(var + eps), x, axis) * _bn_c(gamma, x, axis)
+            + _bn_c(beta, x, axis))
 
 
 def batch_norm_backward_input(x: Tensor, gamma: Tensor, mean: Tensor, var: Tensor, dy: Tensor,
-                              eps: float) -> Tensor:
-    return (dy * gamma / torch.sqrt(var + eps)).expand(x.shape)
+                              eps: float, axis: int = -1) -> Tensor:
+    return (dy * _bn_c(gamma / torch.sqrt(var + eps), x, axis)).expand(x.shape)
 
 
-def _all_but_last(t: Tensor) -> Tensor:
-    return torch.sum(t, dim=tuple(range(t.dim() - 1))) if t.dim() > 1 else t
+def _all_but(t: Tensor, axis: int) -> Tensor:
+    dims = tuple(i for i in range(t.dim()) if i != axis % t.dim())
+    return torch.sum(t, dim=dims) if dims else t
 
 
-def batch_norm_backward_gamma(x: Tensor, mean: Tensor, var: Tensor, dy: Tensor, eps: float) -> Tensor:
-    return _all_but_last(dy * (x - mean) / torch.sqrt(var + eps)).to(dy.dtype)
+def batch_norm_backward_gamma(x: Tensor, mean: Tensor, var: Tensor, dy: Tensor, eps: float,
+                              axis: int = -1) -> Tensor:
+    t = dy * (x - _bn_c(mean, x, axis)) / _bn_c(torch.sqrt(var + eps), x, axis)
+    return _all_but(t, axis).to(dy.dtype)
 
 
-def batch_norm_backward_beta(dy: Tensor) -> Tensor:
-    return _all_but_last(dy).to(dy.dtype)
+def batch_norm_backward_beta(dy: Tensor, axis: int = -1) -> Tensor:
+    return _all_but(dy, axis).to(dy.dtype)
 
 
 def softmax(x: Tensor, axis: int) -> Tensor:
