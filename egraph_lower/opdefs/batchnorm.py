@@ -61,7 +61,7 @@ def _op_bn_input(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | No
     _need_float("BatchNormInferenceBackwardInput", dtype)
     x, gamma, mean, var, dy = (_f(v) for v in args)
     a = _axis(attrs, x.ndim, "BatchNormInferenceBackwardInput")
-    r = dy * _c(gamma / np.sqrt(var + _eps(attrs)), a, dy.ndim)
+    r = dy * _c(gamma, a, dy.ndim) / _c(np.sqrt(var + _eps(attrs)), a, dy.ndim)
     return _round_float(np.broadcast_to(r, np.broadcast_shapes(x.shape, r.shape)), dtype)
 
 

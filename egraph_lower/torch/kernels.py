@@ -226,7 +226,7 @@ def batch_norm_inference(x: Tensor, gamma: Tensor, beta: Tensor, mean: Tensor, v
 
 def batch_norm_backward_input(x: Tensor, gamma: Tensor, mean: Tensor, var: Tensor, dy: Tensor,
                               eps: float, axis: int = -1) -> Tensor:
-    return (dy * _bn_c(gamma / torch.sqrt(var + eps), x, axis)).expand(x.shape)
+    return (dy * _bn_c(gamma, x, axis) / _bn_c(torch.sqrt(var + eps), x, axis)).expand(x.shape)
 
 
 def _all_but(t: Tensor, axis: int) -> Tensor:
