@@ -49,8 +49,8 @@ def is_own(t: Tables, n: int, node: Node, graph: Graph) -> bool:
     """Whether e-node `n` is original `node` itself (same op, attributes and inputs)."""
     if node.op in ("Input", "Param", "Constant"):
         return t.ctor[n] == LEAF and t.fields[n][0] == node.id
-    rank = len(graph.by_id[node.inputs[0]].shape) if node.inputs else 0
-    ctor, fields = encode(node, rank)
+    first = graph.by_id[node.inputs[0]].shape if node.inputs else ()
+    ctor, fields = encode(node, len(first), first)
     return t.ctor[n] == ctor and t.fields[n] == fields and t.children[n] == tuple(t.ref[i] for i in node.inputs)
 
 
@@ -92,10 +92,10 @@ def _own_sigs(t: Tables, graph: Graph, origin: list[Node]) -> np.ndarray:
         if node.op in LEAF_OPS:
             out[i] = sig_ids.get((LEAF, (node.id,)), -1)
             continue
-        rank = len(by_id[node.inputs[0]].shape) if node.inputs else 0
-        key = (node.op, attrs_key(node.attrs), rank)
+        first = by_id[node.inputs[0]].shape if node.inputs else ()
+        key = (node.op, attrs_key(node.attrs), first)
         if key not in cache or key[1] is None:
-            cache[key] = sig_ids.get(encode(node, rank), -1)
+            cache[key] = sig_ids.get(encode(node, len(first), first), -1)
         out[i] = cache[key]
     return out
 

@@ -427,10 +427,6 @@ def test_unsupported_op_names_the_op() -> None:
 @pytest.mark.parametrize("fn, args, why", [
     (lambda x: A.elu(x, 2.0), (torch.randn(3),), "alpha=2.0"),
     (lambda x: A.softplus(x, 2.0, 20.0), (torch.randn(3),), "beta=2.0"),
-    (lambda x, w, b, m, v: A._native_batch_norm_legit_no_training(x, w, b, m, v, 0.1, 1e-5)[0],
-     (torch.randn(2, 3, 4), torch.rand(3), torch.rand(3), torch.rand(3), torch.rand(3)), "channels"),
-    (lambda x, w, b, m, v: A.native_batch_norm(x, w, b, m, v, True, 0.1, 1e-5)[0],
-     (torch.randn(2, 3), torch.rand(3), torch.rand(3), torch.rand(3), torch.rand(3)), "training"),
     (lambda x: torch.full_like(x, float("inf")), (torch.randn(3),), "not finite"),
     (lambda x: x.to(torch.uint8), (torch.randn(3),), "uint8"),
     (lambda x: torch.div(x, 2, rounding_mode="floor"), (torch.randn(3),), "rounding_mode"),

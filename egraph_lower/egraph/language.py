@@ -36,22 +36,28 @@ def declarations() -> str:
     return "\n".join(lines) + ")\n"
 
 
-Encoder = Callable[[Mapping[str, Any], int], tuple[str, tuple[Any, ...]]]
+Encoder = Callable[[Mapping[str, Any], int, tuple[int, ...]], tuple[str, tuple[Any, ...]]]
 
 
 def _fields_encoder(name: str, fields: tuple[Field, ...]) -> Encoder:
-    """(name, fields) of one constructor; specialised by field count (this runs once per loaded node)."""
+    """(name, fields) of one constructor; specialised by field count (this runs once per loaded node).
+    A field gets the first input's rank, or its shape if the field is `shaped`."""
     if not fields:
         empty: tuple[str, tuple[Any, ...]] = (name, ())
-        return lambda attrs, rank: empty
+        return lambda attrs, rank, shape: empty
+    if any(f.shaped for f in fields):
+        sspecs = [(f.encode, f.attr, f.default, f.shaped) for f in fields]
+        return lambda attrs, rank, shape: (name, tuple([enc(attrs.get(key, default), shape if sh else rank)
+                                                        for enc, key, default, sh in sspecs]))
     if len(fields) == 1:
         (f,) = fields
         enc, key, default = f.encode, f.attr, f.default
         if enc is same:  # a string kept as it is
-            return lambda attrs, rank: (name, (attrs.get(key, default),))
-        return lambda attrs, rank: (name, (enc(attrs.get(key, default), rank),))
+            return lambda attrs, rank, shape: (name, (attrs.get(key, default),))
+        return lambda attrs, rank, shape: (name, (enc(attrs.get(key, default), rank),))
     specs = [(f.encode, f.attr, f.default) for f in fields]
-    return lambda attrs, rank: (name, tuple([enc(attrs.get(key, default), rank) for enc, key, default in specs]))
+    return lambda attrs, rank, shape: (name, tuple([enc(attrs.get(key, default), rank)
+                                                    for enc, key, default in specs]))
 
 
 def _encoder(d: OpDef) -> Encoder:
@@ -73,29 +79,30 @@ def _encoder(d: OpDef) -> Encoder:
     if len(keys) == 1:  # ActivationBackward: wrt
         (key,) = keys
 
-        def encode_by(attrs: Mapping[str, Any], rank: int) -> tuple[str, tuple[Any, ...]]:
+        def encode_by(attrs: Mapping[str, Any], rank: int, shape: tuple[int, ...]) -> tuple[str, tuple[Any, ...]]:
             value = attrs.get(key)
             enc = cache.get(value)
             if enc is None:
                 enc = cache[value] = pick((value,))
-            return enc(attrs, rank)
+            return enc(attrs, rank, shape)
         return encode_by
 
-    def encode_any(attrs: Mapping[str, Any], rank: int) -> tuple[str, tuple[Any, ...]]:
+    def encode_any(attrs: Mapping[str, Any], rank: int, shape: tuple[int, ...]) -> tuple[str, tuple[Any, ...]]:
         values = tuple([attrs.get(k) for k in keys])
         enc = cache.get(values)
         if enc is None:
             enc = cache[values] = pick(values)
-        return enc(attrs, rank)
+        return enc(attrs, rank, shape)
     return encode_any
 
 
 _ENCODERS: dict[str, Encoder] = {name: _encoder(d) for name, d in OPDEFS.items() if d.ctors}
 
 
-def encode(node: Node, rank_of_first_input: int) -> tuple[str, tuple[Any, ...]]:
-    """The constructor and primitive fields of an original (non-leaf) node."""
-    return _ENCODERS[node.op](node.attrs, rank_of_first_input)
+def encode(node: Node, rank_of_first_input: int, shape_of_first_input: tuple[int, ...] = ()) -> tuple[str, tuple[Any, ...]]:
+    """The constructor and primitive fields of an original (non-leaf) node. Only a constructor with a
+    `shaped` field reads the first input's shape (batch norm's [C, 1, ..., 1])."""
+    return _ENCODERS[node.op](node.attrs, rank_of_first_input, shape_of_first_input)
 
 
 def decode(ctor: str, fields: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
@@ -105,5 +112,5 @@ def decode(ctor: str, fields: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
     for f, value in zip(c.fields, fields):
         if f.decode is not None:  # a derived field is no attribute
             attrs[f.name] = f.decode(value)
-    attrs.update(c.implies)
+    attrs.update((k, v) for k, v in c.implies if v is not None)  # None: the attribute is absent
     return c.op, attrs

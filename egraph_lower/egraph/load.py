@@ -77,8 +77,8 @@ def rows(graph: Graph) -> dict[str, list[str]]:
         if node.op in LEAF_OPS:
             out.setdefault(LEAF, []).append(str(node.id))
             continue
-        rank = len(by_id[node.inputs[0]].shape) if node.inputs else 0
-        ctor, fields = encode(node, rank)
+        first = by_id[node.inputs[0]].shape if node.inputs else ()
+        ctor, fields = encode(node, len(first), first)
         cells = [str(node.id), *(_cell(f) for f in fields), *(str(i) for i in node.inputs)]
         out.setdefault(ctor, []).append("\t".join(cells))
     return out

@@ -49,17 +49,19 @@ class Field:
     """One primitive field of an e-graph constructor.
 
     `encode(value, rank)` gives the field from the value of attribute `source` (the field's own
-    name when None; `default` when the node omits it) and the rank of the op's first input;
+    name when None; `default` when the node omits it) and the rank of the op's first input (its
+    shape instead, for a field with `shaped=True`: batch norm's [C, 1, ..., 1]);
     `decode` gives the attribute back. A field with `decode=None` is derived (batch norm's
     reduction axes, softmax's axes from its axis): it is no attribute.
     """
 
     name: str
     sort: str
-    encode: Callable[[Any, int], Any]
+    encode: Callable[[Any, Any], Any]  # (value, rank), or (value, shape) when `shaped`
     decode: Callable[[Any], Any] | None
     default: Any = None
     source: str | None = None
+    shaped: bool = False
 
     @property
     def attr(self) -> str:

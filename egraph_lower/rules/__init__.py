@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import activations, batchnorm, forward, index, mse, softmax
+from . import activations, batchnorm, forward, index, mse, norm, softmax
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
-                               + index.RULES)
+                               + index.RULES + norm.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

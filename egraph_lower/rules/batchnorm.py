@@ -50,4 +50,22 @@ BACKWARD: tuple[Rule, ...] = (
     _rule("bn-bwd-beta", "d bn / dbeta = sum_axes(dy)", "(BnBackwardBeta axes dy)", "(sum axes dy)", "backward"),
 )
 
-RULES: tuple[Rule, ...] = BACKWARD + FORWARD
+# With the channel on axis `axis` (format version 2): the same forms, each [C] value reshaped to `cshape`
+# ([C, 1, ..., 1]) so that it broadcasts along the channel axis.
+_R_INV = "(Reshape cshape (* gamma (Rsqrt (+ var (lit eps)))))"  # gamma/std, per channel, then broadcast
+_XC = "(- x (Reshape cshape mean))"
+
+AXIS: tuple[Rule, ...] = (
+    _rule("bn-axis-lower", "bn(x) = (x - mean) (gamma rsqrt(var + eps)) + beta, [C] values along `axis`",
+          "(BatchNormAxis eps axis cshape x gamma beta mean var)", f"(+ (* {_XC} {_R_INV}) (Reshape cshape beta))",
+          "forward"),
+    _rule("bn-axis-bwd-input", "d bn / dx = dy (gamma rsqrt(var + eps)), along `axis`",
+          "(BnBackwardInputAxis eps axis cshape x gamma mean var dy)", f"(* dy {_R_INV})", "backward"),
+    _rule("bn-axis-bwd-gamma", "d bn / dgamma = sum_axes(dy ((x - mean) rsqrt(var + eps))), along `axis`",
+          "(BnBackwardGammaAxis eps axis axes cshape x mean var dy)",
+          f"(sum axes (* dy (* {_XC} (Reshape cshape {_INV_STD}))))", "backward"),
+    _rule("bn-axis-bwd-beta", "d bn / dbeta = sum_axes(dy), along `axis`", "(BnBackwardBetaAxis axis axes dy)",
+          "(sum axes dy)", "backward"),
+)
+
+RULES: tuple[Rule, ...] = BACKWARD + FORWARD + AXIS

@@ -37,7 +37,7 @@ from ..egraph import language
 from ..evaluate import apply
 from . import ALL_RULES
 from .approximations import ATAN_MAX_ABS_ERROR, ERF_MAX_ABS_ERROR
-from .domains import BN_EPS, DTYPES, EPS, FLOOR, TINY, UNDERFLOW_X, _ctor, _kind, _round, domain
+from .domains import BN_EPS, DTYPES, EPS, FLOOR, SCALES, TINY, UNDERFLOW_X, _ctor, _kind, _round, domain
 from .dsl import App, Lit, Rule, Term, Var
 
 
@@ -137,6 +137,8 @@ def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray, dtype: str) -> n
             p = np.maximum(np.exp(f["y"]), TINY[dtype])
             terms = p * np.sum(np.abs(f["dy"]), axis=-1, keepdims=True)
             return np.maximum(np.maximum(np.abs(ref), np.abs(f["dy"])), terms)
+        if label in SCALES:
+            return SCALES[label](f)
         scale = np.abs(ref)
         if "dy" in f:
             scale = np.maximum(scale, np.abs(np.broadcast_to(f["dy"], ref.shape)))

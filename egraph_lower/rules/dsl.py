@@ -15,6 +15,9 @@ Every head is declared with its op (`opdefs/`, `Ctor.heads`):
     (BnBackwardInput eps x gamma mean var dy)
     (BnBackwardGamma eps axes x mean var dy)
     (BnBackwardBeta axes dy)
+    (BatchNormAxis eps axis cshape x gamma beta mean var)   the same with `axis` (format
+    (BnBackwardInputAxis ...), (BnBackwardGammaAxis ...),   version 2); the normalization
+    (BnBackwardBetaAxis ...)                                heads: opdefs/norm.py
     (sum axes e)                           Reduce Sum over `axes`, keep_dim false
     (Reduce.Op axes keep e)                Reduce Sum, Mean, Max or Min over `axes`,
                                            keep_dim `keep` (0 or 1)

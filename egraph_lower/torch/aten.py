@@ -23,12 +23,7 @@ Decisions (checked against torch's kernels; see docs/torch.md):
 - `hardsigmoid_backward`: torch's gradient is grad/6 on the open interval (-3, 3),
   0 at +-3 (checked), the format's convention exactly. `hardswish_backward`: torch
   gives 0 for x <= -3, x/3 + 1/2 inside, 1 for x >= 3 (checked), again the format's.
-- Batch norm: only eval mode (`_native_batch_norm_legit_no_training`,
-  `native_batch_norm`/`_native_batch_norm_legit` with training=False,
-  `native_batch_norm_backward` with train=False) on [N, C] input, where torch's
-  channel axis is the last one, as the format's BatchNormInference needs. Other
-  ranks and training mode are refused. The forward's two statistics outputs are
-  torch's empty tensors in eval mode and are returned as such (`Empty`).
+- Layer norm and batch norm: `aten_norm.py`.
 """
 
 from __future__ import annotations
@@ -40,7 +35,7 @@ from typing import Any
 import torch
 
 from ..dtypes import FLOAT_DTYPES
-from .importer import MAX_CONSTANT_ELEMENTS, Context, Empty
+from .importer import MAX_CONSTANT_ELEMENTS, Context
 
 Handler = Callable[[Context, dict[str, Any]], Any]
 HANDLERS: dict[str, Handler] = {}
@@ -395,77 +390,6 @@ def _addmm(ctx: Context, a: dict[str, Any]) -> int:
     return ctx.add("Binary", (prod, bias), {"op": "Add"})
 
 
-# --------------------------------------------------------------------------- batch norm (eval mode)
-
-def _channels_last(ctx: Context, x: int) -> int:
-    shape = ctx.shape(x)
-    if len(shape) != 2:
-        raise ctx.refuse(
-            f"batch norm on a rank-{len(shape)} input {list(shape)}: torch's channels are on axis 1, the format's "
-            "BatchNormInference has them on the last axis; only [N, C] input (BatchNorm1d on 2-D) is mapped")
-    return shape[1]
-
-
-def _compute_dtype(ctx: Context, *args: Any) -> str:
-    dts = [ctx.val(x).dtype for x in args if x is not None]
-    dt = dts[0]
-    for d in dts[1:]:
-        dt = torch.promote_types(dt, d)
-    return ctx.meta_of(torch.empty((), dtype=dt, device="meta"))[1]
-
-
-def _per_channel(ctx: Context, arg: Any, fill: float, c: int, dt: str) -> int:
-    return ctx.const(fill, dt, (c,)) if arg is None else ctx.cast(ctx.t(arg), dt)
-
-
-def _bn_forward(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
-    if a.get("training", False):
-        raise ctx.refuse("training-mode batch norm (only eval mode, with running statistics, is mapped)")
-    if a["running_mean"] is None or a["running_var"] is None:
-        raise ctx.refuse("batch norm without running statistics")
-    x0 = ctx.t(a["input"])
-    c = _channels_last(ctx, x0)
-    dt = _compute_dtype(ctx, a["input"], a["weight"], a["bias"], a["running_mean"], a["running_var"])
-    ins = (ctx.cast(x0, dt), _per_channel(ctx, a["weight"], 1.0, c, dt), _per_channel(ctx, a["bias"], 0.0, c, dt),
-           ctx.cast(ctx.t(a["running_mean"]), dt), ctx.cast(ctx.t(a["running_var"]), dt))
-    y = ctx.cast(ctx.add("BatchNormInference", ins, {"eps": float(a["eps"])}), ctx.out(0)[1])
-    stats = []
-    for i in (1, 2):
-        shape, sdt = ctx.out(i)
-        if math.prod(shape) != 0:
-            raise ctx.refuse(f"eval-mode batch norm returning non-empty statistics of shape {list(shape)}")
-        stats.append(Empty(shape, sdt))
-    return (y, *stats)
-
-
-handles("_native_batch_norm_legit_no_training.default", "native_batch_norm.default",
-        "_native_batch_norm_legit.default")(_bn_forward)
-
-
-@handles("native_batch_norm_backward.default")
-def _bn_backward(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
-    if a["train"]:
-        raise ctx.refuse("training-mode batch norm backward (only eval mode is mapped)")
-    if a["running_mean"] is None or a["running_var"] is None:
-        raise ctx.refuse("batch norm backward without running statistics")
-    x0 = ctx.t(a["input"])
-    c = _channels_last(ctx, x0)
-    dt = _compute_dtype(ctx, a["grad_out"], a["input"], a["weight"], a["running_mean"], a["running_var"])
-    x, dy = ctx.cast(x0, dt), ctx.cast(ctx.t(a["grad_out"]), dt)
-    mean, var = ctx.cast(ctx.t(a["running_mean"]), dt), ctx.cast(ctx.t(a["running_var"]), dt)
-    eps = {"eps": float(a["eps"])}
-    mask = list(a["output_mask"])
-    out: list[Any] = [None, None, None]
-    if mask[0]:
-        gamma = _per_channel(ctx, a["weight"], 1.0, c, dt)
-        g = ctx.add("BatchNormInferenceBackwardInput", (x, gamma, mean, var, dy), eps)
-        out[0] = ctx.cast(g, ctx.out(0)[1])
-    if mask[1]:
-        out[1] = ctx.cast(ctx.add("BatchNormInferenceBackwardGamma", (x, mean, var, dy), eps), ctx.out(1)[1])
-    if mask[2]:
-        out[2] = ctx.cast(ctx.add("BatchNormInferenceBackwardBeta", (dy,)), ctx.out(2)[1])
-    return tuple(out)
-
-
 from . import aten_softmax  # noqa: E402,F401  (registers softmax, log-softmax and mse_loss)
 from . import aten_index  # noqa: E402,F401  (registers dropout, gather/scatter_add, embedding and nll_loss)
+from . import aten_norm  # noqa: E402,F401  (registers layer norm and batch norm)

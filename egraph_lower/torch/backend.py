@@ -77,12 +77,14 @@ class TorchBackend:
         self.strict = strict
         self.graphs: list[GraphRecord] = []
         self._warned: set[str] = set()
-        # The partitioner and input-mutation handling of `aot_eager` (and inductor): the same graphs, so a
-        # step costs what it costs there, plus what the lowering changes.
+        # The partitioner of `aot_eager` (and inductor): the same graphs, so a step costs what it costs
+        # there, plus what the lowering changes. Input mutations (batch norm's running statistics) stay
+        # outside the graph: it returns the new values and AOTAutograd copies them in, since the format
+        # has values, not buffers to write.
         self._aot = aot_autograd(fw_compiler=self._compiler("forward"), bw_compiler=self._compiler("backward"),
                                  inference_compiler=self._compiler("inference"),
                                  partition_fn=min_cut_rematerialization_partition,
-                                 keep_inference_input_mutations=True)
+                                 keep_inference_input_mutations=False)
 
     def __call__(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         return self._aot(gm, example_inputs)

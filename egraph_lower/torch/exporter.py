@@ -113,6 +113,13 @@ _BINARY: dict[str, Callable[..., Any]] = {"Add": torch.add, "Sub": torch.sub, "M
            "Max": torch.maximum, "Min": torch.minimum, "Pow": torch.pow}
 _COMPARE: dict[str, Callable[..., Any]] = {"Eq": torch.eq, "Ne": torch.ne, "Lt": torch.lt, "Le": torch.le, "Gt": torch.gt, "Ge": torch.ge}
 _REDUCE: dict[str, Callable[..., Any]] = {"Sum": torch.sum, "Mean": torch.mean, "Max": torch.amax, "Min": torch.amin}
+# Kinds whose torch function computes the format's f(x) on floats (the composite kinds keep the kernels'
+# shared formulas, opdefs/kinds.py)
+_ACTIVATIONS: dict[str, Callable[..., Any]] = {
+    "Relu": torch.relu, "Sigmoid": torch.sigmoid, "Tanh": torch.tanh, "Exp": torch.exp, "Log": torch.log,
+    "Sqrt": torch.sqrt, "Rsqrt": torch.rsqrt, "Neg": torch.neg, "Abs": torch.abs, "Sin": torch.sin,
+    "Cos": torch.cos, "Tan": torch.tan, "Atan": torch.atan, "Recip": torch.reciprocal, "Floor": torch.floor,
+    "Ceil": torch.ceil, "Round": torch.round, "Erf": torch.erf}
 
 
 def _direct(node: Node, inputs: list[Node], ins: tuple[fx.Node, ...]) -> Emit | None:
@@ -122,8 +129,8 @@ def _direct(node: Node, inputs: list[Node], ins: tuple[fx.Node, ...]) -> Emit | 
     op, a = node.op, node.attrs
     if op == "Binary" and floats:
         return lambda g: g.call_function(_BINARY[a["op"]], ins)
-    if op == "Activation" and floats and a["kind"] in kernels.ACTIVATIONS:
-        return lambda g: g.call_function(kernels.ACTIVATIONS[a["kind"]], ins)
+    if op == "Activation" and floats and a["kind"] in _ACTIVATIONS and len(a) == 1:
+        return lambda g: g.call_function(_ACTIVATIONS[a["kind"]], ins)
     if op == "MatMul" and floats:
         return lambda g: g.call_function(torch.matmul, ins)
     if op == "Compare":
