@@ -84,6 +84,10 @@ ALL_OPS = doc(
     node(23, "BatchNormInferenceBackwardBeta", [5], [3], F),
     node(24, "Softmax", [0], [2, 3], F, {"axis": -1}),
     node(25, "SoftmaxBackward", [24, 5], [2, 3], F, {"axis": 1}),
+    node(26, "Slice", [0], [2, 2], F, {"axis": 1, "start": 1, "end": 9, "step": 1}),
+    node(27, "Pad", [26], [2, 5], F, {"axis": -1, "before": 1, "after": 2}),
+    node(28, "Concat", [27, 0], [2, 8], F, {"axis": 1}),
+    node(29, "SliceBackward", [26], [2, 3], F, {"axis": 1, "start": 1, "end": 9, "step": 1, "size": 3}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25], name="all ops",
 )
 

@@ -21,7 +21,7 @@ from typing import Any
 from ..graph import Node
 from ..opdefs import CTORS as _CTORS
 from ..opdefs import OPDEFS
-from ..opdefs.base import Ctor, Field, OpDef, same
+from ..opdefs.base import WHOLE, Ctor, Field, OpDef, same
 
 __all__ = ["Ctor", "CTORS", "LEAF", "SCALAR", "REF", "declarations", "encode", "decode"]
 
@@ -51,6 +51,9 @@ def _fields_encoder(name: str, fields: tuple[Field, ...]) -> Encoder:
             return lambda attrs, rank: (name, (attrs.get(key, default),))
         return lambda attrs, rank: (name, (enc(attrs.get(key, default), rank),))
     specs = [(f.encode, f.attr, f.default) for f in fields]
+    if any(key == WHOLE for _, key, _ in specs):  # a field derived from all the attributes (SliceBackward's)
+        return lambda attrs, rank: (name, tuple([enc(attrs if key == WHOLE else attrs.get(key, default), rank)
+                                                 for enc, key, default in specs]))
     return lambda attrs, rank: (name, tuple([enc(attrs.get(key, default), rank) for enc, key, default in specs]))
 
 
@@ -59,12 +62,14 @@ def _encoder(d: OpDef) -> Encoder:
     entries) and the constructor's fields, from the attributes and the rank of the first input."""
     if len(d.ctors) == 1:
         return _fields_encoder(d.ctors[0].name, d.ctors[0].fields)
-    keys = sorted({k for c in d.ctors for k, _ in c.implies})
+    keys = sorted({k for c in d.ctors for k, _ in c.implies}
+                  | {f.attr for c in d.ctors if c.accepts is not None for f in c.fields})
     ctors = sorted(d.ctors, key=lambda c: -len(c.implies))
 
     def pick(values: tuple[Any, ...]) -> Encoder:
         attrs = dict(zip(keys, values))
-        c = next((c for c in ctors if all(attrs.get(k) == v for k, v in c.implies)), None)
+        c = next((c for c in ctors if all(attrs.get(k) == v for k, v in c.implies)
+                  and (c.accepts is None or c.accepts(attrs))), None)
         if c is None:
             raise KeyError(f"{d.name}: no constructor for {attrs}")
         return _fields_encoder(c.name, c.fields)

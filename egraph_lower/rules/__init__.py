@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import activations, batchnorm, forward, softmax
+from . import activations, batchnorm, forward, parametrised, slicing, softmax
 from .dsl import Rule
 
-ALL_RULES: tuple[Rule, ...] = activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES
+ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES
+                              + parametrised.RULES + slicing.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:
