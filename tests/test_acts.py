@@ -12,6 +12,7 @@ import egraph_lower as el
 from egraph_lower.build import GraphBuilder
 from egraph_lower.errors import GraphError
 from egraph_lower.evaluate import activation, activation_grad, activation_grad_from_output, apply
+from egraph_lower.graph import VERSION  # the newest the reader knows: these ops need version 2
 from support import assert_lowering_matches
 
 BACKENDS = ("cpu", "mlx", "metal", "tpu", "wgpu")
@@ -109,7 +110,7 @@ def test_slicing_ops_follow_numpy() -> None:
 # --------------------------------------------------------------------------- validation
 
 def _doc(op: str, attrs: dict, shape: list, out: list, dtype: str = "f32") -> dict:
-    return {"format": "egraph-lower/graph", "version": 1, "outputs": [1], "nodes": [
+    return {"format": "egraph-lower/graph", "version": VERSION, "outputs": [1], "nodes": [
         {"id": 0, "op": "Input", "attrs": {"name": "x"}, "inputs": [], "shape": shape, "dtype": dtype},
         {"id": 1, "op": op, "attrs": attrs, "inputs": [0], "shape": out, "dtype": dtype}]}
 
