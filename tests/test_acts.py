@@ -12,7 +12,10 @@ import egraph_lower as el
 from egraph_lower.build import GraphBuilder
 from egraph_lower.errors import GraphError
 from egraph_lower.evaluate import activation, activation_grad, activation_grad_from_output, apply
+from egraph_lower.explore import explore
 from egraph_lower.graph import VERSION  # the newest the reader knows: these ops need version 2
+from egraph_lower.rules.check import check_rule
+from egraph_lower.rules.dsl import rule
 from support import assert_lowering_matches
 
 BACKENDS = ("cpu", "mlx", "metal", "tpu", "wgpu")
@@ -200,3 +203,27 @@ def test_a_strided_slice_backward_runs_only_on_cpu() -> None:
     assert_lowering_matches(graph, el.lower(graph, "cpu").graph, slice_feeds())
     with pytest.raises(el.LowerError, match="SliceBackward"):
         el.lower(graph, "metal")
+
+
+# --------------------------------------------------------------------------- the checker on the parametrised rules
+
+@pytest.mark.parametrize(("lhs", "rhs"), [
+    ("(Backward.LeakyRelu alpha x dy)", "(where (> x 0) dy (* dy 0.01))"),  # the default slope, not alpha
+    ("(Backward.Hardtanh lo hi x dy)", "(where (>= x (lit lo)) (where (< x (lit hi)) dy 0) 0)"),  # 1 at min
+    ("(Backward.EluP alpha scale iscale x dy)", "(where (> x 0) (* dy (lit scale)) (* dy (Exp x)))"),
+    ("(SoftplusP beta threshold x)", "(/ (Softplus (* x (lit beta))) (lit beta))"),  # no linear branch
+    ("(SliceBackward axis start end 1 size before after g)", "(Pad axis after before g)"),
+])
+def test_checker_catches_a_wrong_parametrised_rule(lhs: str, rhs: str) -> None:
+    broken = rule("broken", "wrong on purpose", lhs, rhs, group="backward")
+    assert not all(check_rule(broken, d).ok for d in ("f64", "f32")), lhs
+
+
+# --------------------------------------------------------------------------- explore
+
+def test_explore_reports_the_new_ops_with_their_parameters() -> None:
+    e = explore(act_step("Elu", SELU), "metal", compare=("wgpu", "cpu"))
+    assert "ActivationBackward{Elu alpha=1.67326 scale=1.0507}" in e.summary()
+    assert {r["name"] for r in e.rules()} >= {"elup-bwd", "elup-bwd-out"}
+    s = explore(slice_step(), "wgpu")
+    assert "slice-bwd-pad" in {r["name"] for r in s.rules()} and "Pad" in s.after.op_counts()

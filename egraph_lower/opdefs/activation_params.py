@@ -64,12 +64,14 @@ def _fields(kind: str, names: tuple[str, ...]) -> tuple[Field, ...]:
     return tuple(Field(n, F64, lambda v, rank: float(v), lambda v: v, defaults[n]) for n in names)
 
 
+Accepts = Callable[[Mapping[str, Any]], bool]
+
+
 def _not_default(kind: str) -> Accepts:
     params = PARAMS[kind]
     return lambda attrs: any(attrs.get(n) is not None and attrs.get(n) != d for n, d in params)
 
 
-Accepts = Callable[[Mapping[str, Any]], bool]
 # (kind, spelling in the rule notation, its parameter fields, when a node takes the constructor:
 # None = always). Softplus has two: without a threshold (no linear region) and with one.
 _FORMS: tuple[tuple[str, str, tuple[str, ...], Accepts | None], ...] = (

@@ -35,11 +35,18 @@ BACKWARD: tuple[Rule, ...] = (
        "(Backward.EluP alpha scale iscale x dy)",
        "(where (> x 0) (* dy (lit scale)) (* (* (* (* dy e) (lit alpha)) (lit scale)) (lit iscale)))",
        e="(Exp (* x (lit iscale)))"),
+    _b("elup-bwd-via-value", "d elu = where(x > 0, dy scale, ((dy input_scale) scale) (y / scale + alpha)), "
+       "y = elu(x) (the forward value: y / scale + alpha = alpha exp(x input_scale) for x <= 0)",
+       "(Backward.EluP alpha scale iscale x dy)",
+       "(where (> x 0) (* dy (lit scale)) (* (* (* dy (lit iscale)) (lit scale)) (+ (/ y (lit scale)) (lit alpha))))",
+       y="(EluP alpha scale iscale x)"),
     _b("elup-bwd-out", "elu_bwd_out(y, dy) = where(y > 0, dy scale, ((dy input_scale) scale) (y / scale + alpha)) "
        "= dy input_scale (y + alpha scale) (torch's is_result form)", "(BackwardOut.EluP alpha scale iscale y dy)",
        "(where (> y 0) (* dy (lit scale)) (* (* (* dy (lit iscale)) (lit scale)) (+ (/ y (lit scale)) (lit alpha))))"),
     _b("softplusb-bwd", "d softplus_beta = dy sigmoid(beta x) (no threshold)", "(Backward.SoftplusB beta x dy)",
        "(* dy (Sigmoid (* x (lit beta))))"),
+    _b("softplusb-bwd-exp", "d softplus_beta = dy / (1 + exp(-beta x)) (exp = inf gives 0, within |dy| e^(beta x))",
+       "(Backward.SoftplusB beta x dy)", "(/ dy (+ 1 (Exp (Neg (* x (lit beta))))))"),
     _b("softplusp-bwd", "d softplus_beta = where(bx > threshold, dy, dy sigmoid(bx)), bx = beta x",
        "(Backward.SoftplusP beta threshold x dy)", "(where (> bx (lit threshold)) dy (* dy (Sigmoid bx)))",
        bx="(* x (lit beta))"),
