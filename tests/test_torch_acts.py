@@ -222,3 +222,4 @@ def test_training_step_matches_eager(act: str, target: str) -> None:
     for graph in record:
         assert all(backend.runs_node(n) for n in graph.nodes)
         assert not [n for n in graph.nodes if n.op in BACKWARD_OPS]
+        assert el.Graph.from_json(graph.to_json()).to_dict() == graph.to_dict()
