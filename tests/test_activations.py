@@ -57,6 +57,8 @@ REF_F = {
     "Mish": lambda x: x * math.tanh(math.log1p(math.exp(x))),
     "Softsign": lambda x: x / (1 + abs(x)),
     "LogSigmoid": lambda x: -math.log1p(math.exp(-x)),
+    "LeakyRelu": lambda x: x if x > 0 else 0.01 * x,  # the default parameters (test_acts.py: others)
+    "Hardtanh": lambda x: min(max(x, -1.0), 1.0),
 }
 assert set(REF_F) == set(ACTIVATION_KINDS)
 
@@ -71,6 +73,7 @@ DOMAIN_D = {k: SMOOTH for k in ACTIVATION_KINDS}
 DOMAIN_D.update(
     Relu=[x for x in SMOOTH if x != 0], Abs=[x for x in SMOOTH if x != 0],
     Elu=[x for x in SMOOTH if x != 0], Softsign=[x for x in SMOOTH if x != 0],  # f'' jumps at 0
+    LeakyRelu=[x for x in SMOOTH if x != 0],
     HardSwish=[-5.0, -3.5, -2.9, -1.0, 0.0, 1.0, 2.5, 2.9, 3.5, 5.0],
     HardSigmoid=[-5.0, -3.5, -2.9, -1.0, 0.0, 1.0, 2.5, 2.9, 3.5, 5.0],
     Log=POSITIVE, Sqrt=POSITIVE, Rsqrt=POSITIVE, Recip=[x for x in SMOOTH if x != 0],

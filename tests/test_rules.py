@@ -25,6 +25,8 @@ from egglog.bindings import EGraph
 from egraph_lower import backends
 from egraph_lower.egraph import language
 from egraph_lower.ops import ACTIVATION_KINDS, OUTPUT_FORM_KINDS
+from egraph_lower.opdefs import CTORS
+from egraph_lower.opdefs.activation_params import PARAM_ONLY
 from egraph_lower.rules import ALL_RULES, BY_NAME, activations
 from egraph_lower.rules.check import DTYPES, CheckResult, catalogue_markdown, check, check_rule, format_table
 from egraph_lower.rules.dsl import App, Var, apps, rule
@@ -107,8 +109,13 @@ def _lhs(r) -> App:
 
 
 def test_every_kind_has_a_backward_rule() -> None:
-    covered = {_lhs(r).params[0] for r in ALL_RULES if r.group == "backward" and _lhs(r).ctor == "ActBwd"}
-    assert set(ACTIVATION_KINDS) <= covered, sorted(set(ACTIVATION_KINDS) - covered)
+    backward = [r for r in ALL_RULES if r.group == "backward"]
+    covered = {_lhs(r).params[0] for r in backward if _lhs(r).ctor == "ActBwd"}
+    plain = set(ACTIVATION_KINDS) - PARAM_ONLY
+    assert plain <= covered, sorted(plain - covered)
+    # every parametrised kind's constructors (both forms) too
+    param_ctors = {c.name for c in CTORS.values() if c.op == "ActivationBackward" and "kind" in dict(c.implies)}
+    assert param_ctors and param_ctors <= {_lhs(r).ctor for r in backward}, param_ctors
     assert any(_lhs(r).ctor == "ReluBwd" and r.group == "backward" for r in ALL_RULES)
 
 
@@ -134,43 +141,42 @@ def test_batchnorm_ops_have_rules() -> None:
     assert {"BN", "BnBwdInput", "BnBwdGamma", "BnBwdBeta"} <= lowered
 
 
-def _labels(term) -> set[tuple[str, str]]:
-    """(format op, kind or '') of every application in a term."""
-    out = set()
-    for a in apps(term):
-        if a.ctor == language.SCALAR:
-            continue
-        op = language.CTORS[a.ctor].op
-        out.add((op, a.params[0] if a.ctor in ("Act", "ActBwd", "ActBwdOut") else ""))
-    return out
+def _labels(term) -> set[tuple[str, str, str]]:
+    """(constructor, format op, kind or '') of every application in a term."""
+    return {_key(a) for a in apps(term) if a.ctor != language.SCALAR}
+
+
+def _key(a: App) -> tuple[str, str, str]:
+    """(constructor, format op, kind or '') of one application; op and kind from its label (`Activation.Erf`)."""
+    op, _, kind = a.label.partition(".")
+    return a.ctor, op, kind
 
 
 def test_forward_lowerings_reach_wgpu_kinds() -> None:
     wgpu = backends.builtin("wgpu")
-    lowerings: dict[tuple[str, str], list] = {}
+    lowerings: dict[tuple[str, str, str], list] = {}
     for r in ALL_RULES:
         if r.group == "forward":
-            lowerings.setdefault((language.CTORS[_lhs(r).ctor].op, _lhs(r).params[0] if _lhs(r).ctor == "Act" else ""),
-                                 []).append(r)
+            lowerings.setdefault(_key(_lhs(r)), []).append(r)
     # every kind wgpu lacks is lowered, and so is BatchNormInference
     missing_kinds = {("Activation", k) for k in ACTIVATION_KINDS if not wgpu.runs("Activation", k)}
-    assert missing_kinds | {("BatchNormInference", "")} <= set(lowerings)
+    assert missing_kinds | {("BatchNormInference", "")} <= {(op, kind) for _, op, kind in lowerings}
 
-    def closure(label: tuple[str, str], seen: tuple = ()) -> None:
+    def closure(label: tuple[str, str, str], seen: tuple = ()) -> None:
         assert label not in seen, f"cyclic lowering {seen + (label,)}"
         for r in lowerings[label]:
-            for op, kind in _labels(r.rhs):
-                if not wgpu.runs(op, kind or None):
-                    assert (op, kind) in lowerings, f"{r.name} needs {op} {kind}, which wgpu lacks and no rule lowers"
-                    closure((op, kind), seen + (label,))
+            for key in _labels(r.rhs):
+                if not wgpu.runs(key[1], key[2] or None):
+                    assert key in lowerings, f"{r.name} needs {key}, which wgpu lacks and no rule lowers"
+                    closure(key, seen + (label,))
 
     for label in lowerings:
         closure(label)
     # the forward kinds the backward rules build are lowered too
     for r in ALL_RULES:
-        for op, kind in _labels(r.rhs):
-            if op == "Activation" and not wgpu.runs(op, kind):
-                assert (op, kind) in lowerings, f"{r.name} builds {kind}, which wgpu lacks and no rule lowers"
+        for key in _labels(r.rhs):
+            if key[1] == "Activation" and not wgpu.runs(key[1], key[2]):
+                assert key in lowerings, f"{r.name} builds {key}, which wgpu lacks and no rule lowers"
 
 
 # --------------------------------------------------------------------------- names, text, docs

@@ -120,6 +120,10 @@ ALL_OPS = doc(
     node(57, "BatchNormTrainingBackwardInput", [0, 1, 55, 56, 5], [2, 3], F, {"axis": 1}),
     node(58, "BatchNormTrainingBackwardGamma", [0, 55, 56, 5], [3], F, {"axis": -1}),
     node(59, "BatchNormTrainingBackwardBeta", [5], [3], F, {"axis": 1}),
+    node(60, "Slice", [0], [2, 2], F, {"axis": 1, "start": 1, "end": 9, "step": 1}),
+    node(61, "Pad", [60], [2, 5], F, {"axis": -1, "before": 1, "after": 2}),
+    node(62, "Concat", [61, 0], [2, 8], F, {"axis": 1}),
+    node(63, "SliceBackward", [60], [2, 3], F, {"axis": 1, "start": 1, "end": 9, "step": 1, "size": 3}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59],
     name="all ops",
 )

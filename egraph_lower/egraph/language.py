@@ -21,7 +21,7 @@ from typing import Any
 from ..graph import Node
 from ..opdefs import CTORS as _CTORS
 from ..opdefs import OPDEFS
-from ..opdefs.base import Ctor, Field, OpDef, same
+from ..opdefs.base import WHOLE, Ctor, Field, OpDef, same
 
 __all__ = ["Ctor", "CTORS", "LEAF", "SCALAR", "REF", "declarations", "encode", "decode"]
 
@@ -45,6 +45,11 @@ def _fields_encoder(name: str, fields: tuple[Field, ...]) -> Encoder:
     if not fields:
         empty: tuple[str, tuple[Any, ...]] = (name, ())
         return lambda attrs, rank, shape: empty
+    if any(f.attr == WHOLE for f in fields):  # a field derived from all the attributes (SliceBackward's)
+        wspecs = [(f.encode, f.attr, f.default, f.shaped) for f in fields]
+        return lambda attrs, rank, shape: (name, tuple([enc(attrs if key == WHOLE else attrs.get(key, default),
+                                                            shape if sh else rank)
+                                                        for enc, key, default, sh in wspecs]))
     if any(f.shaped for f in fields):
         sspecs = [(f.encode, f.attr, f.default, f.shaped) for f in fields]
         return lambda attrs, rank, shape: (name, tuple([enc(attrs.get(key, default), shape if sh else rank)
@@ -62,36 +67,66 @@ def _fields_encoder(name: str, fields: tuple[Field, ...]) -> Encoder:
 
 def _encoder(d: OpDef) -> Encoder:
     """How a node of `d` encodes: its constructor (the one whose `implies` it matches with the most
-    entries) and the constructor's fields, from the attributes and the rank of the first input."""
+    entries, among those whose `accepts` takes the attributes) and the constructor's fields, from the
+    attributes and the first input's rank (or shape). The choice is cached by the implied attributes'
+    values (`kind`, `wrt`); only where a candidate has `accepts` (a parametrised Elu or Softplus) is it
+    cached by the parameters' values too."""
     if len(d.ctors) == 1:
         return _fields_encoder(d.ctors[0].name, d.ctors[0].fields)
     keys = sorted({k for c in d.ctors for k, _ in c.implies})
     ctors = sorted(d.ctors, key=lambda c: -len(c.implies))
 
-    def pick(values: tuple[Any, ...]) -> Encoder:
-        attrs = dict(zip(keys, values))
-        c = next((c for c in ctors if all(attrs.get(k) == v for k, v in c.implies)), None)
+    def pick(attrs: Mapping[str, Any]) -> Encoder:
+        c = next((c for c in ctors if all(attrs.get(k) == v for k, v in c.implies)
+                  and (c.accepts is None or c.accepts(attrs))), None)
         if c is None:
-            raise KeyError(f"{d.name}: no constructor for {attrs}")
+            raise KeyError(f"{d.name}: no constructor for {dict(attrs)}")
         return _fields_encoder(c.name, c.fields)
 
+    def for_implied(values: tuple[Any, ...]) -> Encoder:
+        implied = dict(zip(keys, values))
+        candidates = [c for c in ctors if all(implied.get(k) == v for k, v in c.implies)]
+        params = sorted({f.attr for c in candidates if c.accepts is not None for f in c.fields})
+        if not params:
+            return pick(implied)
+        by_params: dict[tuple[Any, ...], Encoder] = {}
+
+        def encode_params(attrs: Mapping[str, Any], rank: int, shape: tuple[int, ...]) -> tuple[str, tuple[Any, ...]]:
+            pv = tuple([attrs.get(k) for k in params])
+            enc = by_params.get(pv)
+            if enc is None:
+                enc = by_params[pv] = pick({**implied, **dict(zip(params, pv))})
+            return enc(attrs, rank, shape)
+        return encode_params
+
     cache: dict[Any, Encoder] = {}
-    if len(keys) == 1:  # ActivationBackward: wrt
+    if len(keys) == 1:  # Activation: kind; batch norm's: axis
         (key,) = keys
 
         def encode_by(attrs: Mapping[str, Any], rank: int, shape: tuple[int, ...]) -> tuple[str, tuple[Any, ...]]:
             value = attrs.get(key)
             enc = cache.get(value)
             if enc is None:
-                enc = cache[value] = pick((value,))
+                enc = cache[value] = for_implied((value,))
             return enc(attrs, rank, shape)
         return encode_by
+
+    if len(keys) == 2:  # ActivationBackward: kind, wrt
+        k0, k1 = keys
+
+        def encode_by2(attrs: Mapping[str, Any], rank: int, shape: tuple[int, ...]) -> tuple[str, tuple[Any, ...]]:
+            values = (attrs.get(k0), attrs.get(k1))
+            enc = cache.get(values)
+            if enc is None:
+                enc = cache[values] = for_implied(values)
+            return enc(attrs, rank, shape)
+        return encode_by2
 
     def encode_any(attrs: Mapping[str, Any], rank: int, shape: tuple[int, ...]) -> tuple[str, tuple[Any, ...]]:
         values = tuple([attrs.get(k) for k in keys])
         enc = cache.get(values)
         if enc is None:
-            enc = cache[values] = pick(values)
+            enc = cache[values] = for_implied(values)
         return enc(attrs, rank, shape)
     return encode_any
 

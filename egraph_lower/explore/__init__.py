@@ -255,4 +255,8 @@ def _summary(ex: Exploration) -> str:
 
 def _node_label(node: Any) -> str:
     kind = node.attrs.get("kind")
-    return f"{node.op}{{{kind}}}" if kind else node.op
+    if not kind:
+        return node.op
+    # a parametrised kind's parameters (LeakyRelu alpha=0.2), so two nodes of one kind are told apart
+    params = "".join(f" {k}={v:g}" for k, v in node.attrs.items() if k not in ("kind", "wrt"))
+    return f"{node.op}{{{kind}{params}}}"

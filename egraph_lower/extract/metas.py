@@ -35,7 +35,8 @@ class Decoded:
                 hit = ("Constant", {"value": fields[0]}, None)
             else:
                 op, attrs = decode(ctor, fields)
-                hit = (op, attrs, fields[0] if ctor in _KIND_CTORS else None)
+                # a parametrised kind's constructor implies its kind (attrs)
+                hit = (op, attrs, fields[0] if ctor in _KIND_CTORS else attrs.get("kind"))
             self._cache[key] = hit
         return hit
 

@@ -33,6 +33,7 @@ Check = Callable[[Any], None]
 Sample = tuple[Mapping[str, Any], tuple[Meta, ...]]
 
 STRING, F64, I64 = "String", "f64", "i64"  # the egglog sorts of primitive fields
+WHOLE = "*"  # a derived Field's `source` that means: encode from all the node's attributes (a mapping)
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ class Ctor:
 
     `implies` are attribute values the constructor stands for (ActivationBackward's
     output form: wrt output); a node encodes to the constructor whose `implies` it matches
-    with the most entries."""
+    with the most entries, among those whose `accepts` (if any) takes the node's attributes
+    (a parametrised Elu: only when some parameter is not its default)."""
 
     name: str
     op: str
@@ -99,6 +101,7 @@ class Ctor:
     arity: int
     heads: tuple[Head, ...] = ()
     implies: tuple[tuple[str, Any], ...] = ()
+    accepts: Callable[[Mapping[str, Any]], bool] | None = None
 
     @property
     def sorts(self) -> tuple[str, ...]:

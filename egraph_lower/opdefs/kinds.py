@@ -13,6 +13,15 @@ Integer kinds (`int_value`, `int_grad`): Neg, Abs, Sign, Relu, Round, Floor, Cei
 (the last three are the identity), on int64 values (torch: the tensor's integer
 dtype); their f' is an integer too (Round straight-through: 1). Only Relu has an
 integer output form (y > 0 exactly where x > 0).
+
+Parametrised kinds (format version 2) declare their `params`, each with its
+default; their formulas take the parameters as keyword arguments. At the
+defaults Elu and Softplus are version 1's kinds exactly (every product with a
+parameter of 1 is exact). The conventions at the kinks are torch's kernels':
+LeakyRelu's slope is 1 where x > 0, else alpha (also at 0); Hardtanh passes the
+gradient only strictly inside (min, max); Elu takes the x <= 0 branch at 0;
+Softplus is linear (f = x, f' = 1) where beta * x > threshold (threshold None:
+never).
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ class Kind:
     int_value: Formula | None = None
     int_grad: Formula | None = None
     int_grad_out: Formula | None = None
+    params: tuple[tuple[str, float | None], ...] = ()  # (name, default); formulas take them as keywords
 
 
 # --------------------------------------------------------------------------- helpers
@@ -141,6 +151,58 @@ def _int_relu_grad(xp: Any, x: Any) -> Any:
     return xp.where(x > 0, 1, 0)
 
 
+# --------------------------------------------------------------------------- the parametrised kinds
+
+def _leaky(xp: Any, x: Any, alpha: float = 0.01) -> Any:
+    return xp.where(x > 0, x, x * alpha)
+
+
+def _leaky_grad(xp: Any, x: Any, alpha: float = 0.01) -> Any:
+    return xp.where(x > 0, 1.0, alpha)
+
+
+def _hardtanh(xp: Any, x: Any, min: float = -1.0, max: float = 1.0) -> Any:
+    return xp.where(x < min, min, xp.where(x > max, max, x))
+
+
+def _hardtanh_grad(xp: Any, x: Any, min: float = -1.0, max: float = 1.0) -> Any:
+    return xp.where((x > min) & (x < max), 1.0, 0.0)
+
+
+def _elu(xp: Any, x: Any, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0) -> Any:
+    return xp.where(x > 0, x * scale, xp.expm1(x * input_scale) * (alpha * scale))
+
+
+def _elu_grad(xp: Any, x: Any, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0) -> Any:
+    return xp.where(x > 0, scale, xp.exp(x * input_scale) * (alpha * scale * input_scale))
+
+
+def _elu_grad_out(xp: Any, y: Any, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0) -> Any:
+    """f' in y = f(x); y > 0 exactly where x > 0 when scale > 0 and alpha >= 0 (the attribute check)."""
+    return xp.where(y > 0, scale, (y + alpha * scale) * input_scale)
+
+
+def _threshold(threshold: float | None) -> float:
+    return math.inf if threshold is None else threshold
+
+
+def _softplus_p(xp: Any, x: Any, beta: float = 1.0, threshold: float | None = None) -> Any:
+    if beta == 1.0 and threshold is None:
+        return softplus(xp, x)  # version 1's Softplus, exactly
+    # softplus(bx) / beta = max(bx, 0) / beta + log1p(exp(-|bx|)) / beta, and max(bx, 0) / beta is x
+    # where bx > 0 (for either sign of beta): so no overflow where beta x does and the value does not
+    bx = x * beta
+    return xp.where(bx > _threshold(threshold), x, xp.where(bx > 0, x, 0.0) + softplus(xp, -xp.abs(bx)) / beta)
+
+
+def _softplus_p_grad(xp: Any, x: Any, beta: float = 1.0, threshold: float | None = None) -> Any:
+    bx = x * beta
+    return xp.where(bx > _threshold(threshold), 1.0, sigmoid(xp, bx))
+
+
+_ELU_PARAMS: tuple[tuple[str, float | None], ...] = (("alpha", 1.0), ("scale", 1.0), ("input_scale", 1.0))
+_SOFTPLUS_PARAMS: tuple[tuple[str, float | None], ...] = (("beta", 1.0), ("threshold", None))
+
 _ZERO, _ONE = _const(0.0), _const(1.0)
 _IZERO = _const(0)
 
@@ -171,9 +233,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("Floor", lambda xp, x: xp.floor(x), _ZERO, None, _identity, _IZERO),
     Kind("Ceil", lambda xp, x: xp.ceil(x), _ZERO, None, _identity, _IZERO),
     Kind("Sign", lambda xp, x: xp.sign(x), _ZERO, None, lambda xp, x: xp.sign(x), _IZERO),
-    Kind("Softplus", softplus, sigmoid),
-    Kind("Elu", lambda xp, x: xp.where(x > 0, x, xp.expm1(x)), lambda xp, x: xp.where(x > 0, 1.0, xp.exp(x)),
-         lambda xp, y: xp.where(y > 0, 1.0, y + 1.0)),
+    Kind("Softplus", _softplus_p, _softplus_p_grad, params=_SOFTPLUS_PARAMS),
+    Kind("Elu", _elu, _elu_grad, _elu_grad_out, params=_ELU_PARAMS),
     Kind("Erf", lambda xp, x: xp.erf(x), lambda xp, x: TWO_OVER_SQRT_PI * xp.exp(-(x * x))),
     Kind("HardSwish", lambda xp, x: _xmul(xp, x, _hard6(xp, x)) / 6.0, _hard_swish_grad),
     Kind("HardSigmoid", lambda xp, x: _hard6(xp, x) / 6.0,
@@ -182,19 +243,29 @@ KINDS: tuple[Kind, ...] = (
     Kind("Softsign", _softsign, lambda xp, x: 1.0 / ((1.0 + xp.abs(x)) * (1.0 + xp.abs(x)))),
     Kind("LogSigmoid", lambda xp, x: xp.minimum(x, 0.0) - xp.log1p(xp.exp(-xp.abs(x))),
          lambda xp, x: sigmoid(xp, -x)),
+    Kind("LeakyRelu", _leaky, _leaky_grad, params=(("alpha", 0.01),)),
+    Kind("Hardtanh", _hardtanh, _hardtanh_grad, params=(("min", -1.0), ("max", 1.0))),
 )
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
 
 
-def value(xp: Any, kind: Kind, x: Any) -> Any:
-    """f(x): the integer form on an integer array."""
+def params_of(kind: Kind, attrs: Any) -> dict[str, Any]:
+    """The kind's parameters from a node's attributes (a mapping; missing ones take their defaults)."""
+    return {name: attrs.get(name, default) for name, default in kind.params}
+
+
+def value(xp: Any, kind: Kind, x: Any, params: Any = None) -> Any:
+    """f(x) (with `params`, a mapping of the kind's parameters; None: the defaults): the integer
+    form on an integer array."""
     if xp.is_float(x):
+        if kind.params:
+            return kind.value(xp, x, **params_of(kind, params or {}))  # type: ignore[call-arg]
         return kind.value(xp, x)
     assert kind.int_value is not None
     return kind.int_value(xp, x)
 
 
-def grad(xp: Any, kind: Kind, x: Any, output: bool = False) -> Any:
+def grad(xp: Any, kind: Kind, x: Any, output: bool = False, params: Any = None) -> Any:
     """f'(x), or with `output` f' written in y = x; nan where a float x is nan."""
     if not xp.is_float(x):
         fn = kind.int_grad_out if output else kind.int_grad
@@ -202,4 +273,6 @@ def grad(xp: Any, kind: Kind, x: Any, output: bool = False) -> Any:
         return fn(xp, x)
     fn = kind.grad_out if output else kind.grad
     assert fn is not None
+    if kind.params:
+        return xp.where(xp.isnan(x), math.nan, fn(xp, x, **params_of(kind, params or {})))  # type: ignore[call-arg]
     return xp.where(xp.isnan(x), math.nan, fn(xp, x))

@@ -62,8 +62,11 @@ def _kind(rule: Rule) -> str:
     """The activation kind of the rule's lhs (its `kind` field)."""
     lhs = rule.lhs
     assert isinstance(lhs, App)
-    names = [f.name for f in language.CTORS[lhs.ctor].fields]
-    return lhs.params[names.index("kind")]
+    ctor = language.CTORS[lhs.ctor]
+    implied = dict(ctor.implies)
+    if "kind" in implied:  # a parametrised kind's constructor
+        return str(implied["kind"])
+    return lhs.params[[f.name for f in ctor.fields].index("kind")]
 
 
 def x_domain(dtype: str, kind: str = "") -> np.ndarray:
@@ -103,7 +106,10 @@ def domain(rule: Rule, dtype: str) -> Env | list[Env]:
     """The environment (variable -> array of dtype, or primitive) the rule is checked on: the domain
     its lhs op declares (`OpDef.domain`, one of `DOMAINS`); a list of them where the domain needs
     arrays of different shapes."""
-    op = language.CTORS[_ctor(rule)].op
+    ctor = language.CTORS[_ctor(rule)]
+    if dict(ctor.implies).get("kind") in PARAM_SAMPLES:  # a parametrised kind's constructor
+        return _param_activation_domain(rule, dtype)
+    op = ctor.op
     name = OPDEFS[op].domain
     if name is None:
         raise ValueError(f"rule {rule.name}: {op} declares no checker domain (OpDef.domain)")
@@ -392,3 +398,61 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "layernorm": _layernorm_domain,
     "bntrain": _bntrain_domain,
 }
+
+
+# --------------------------------------------------------------------------- acts: parametrised kinds, slicing
+
+# One parameter set per parametrised kind that its rules are checked with (a rule's fields are scalars):
+# a non-default one, with kinks off 0 (ReLU6's 6, softplus's threshold 5 at beta 2), SELU's alpha and
+# scale with input_scale 0.5 for Elu.
+PARAM_SAMPLES: dict[str, dict[str, float]] = {
+    "LeakyRelu": {"alpha": 0.2},
+    "Hardtanh": {"min": 0.0, "max": 6.0},
+    "Elu": {"alpha": 1.6732632423543772, "scale": 1.0507009873554805, "input_scale": 0.5},
+    "Softplus": {"beta": 2.0, "threshold": 5.0},
+}
+
+
+def _param_activation_domain(rule: Rule, dtype: str) -> dict[str, object]:
+    """As `_activation_domain`, with the kind's parameters from `PARAM_SAMPLES` bound to the lhs's
+    primitive variables, and x also around the kinks the parameters put elsewhere."""
+    lhs = rule.lhs
+    assert isinstance(lhs, App)
+    kind = _kind(rule)
+    params = PARAM_SAMPLES[kind]
+    names = _variables(rule)
+    kinks = [v for v in params.values()] + [params["threshold"] / params["beta"]] if kind == "Softplus" else \
+        list(params.values())
+    eps = EPS[dtype]
+    extra = np.array([k * (1 + s * m * eps) for k in kinks for s in (1, -1) for m in (0, 1, 2, 4)])
+    x = np.concatenate([x_domain(dtype, kind), _round(extra, dtype).astype(np.float64)])
+    x = x[np.isfinite(x)]
+    f64 = activation(kind, x, params)
+    with np.errstate(all="ignore"):
+        fd = _round(f64, dtype).astype(np.float64)
+    keep = ~(np.isfinite(f64) & np.isinf(fd))
+    x, fd = x[keep], fd[keep]
+    base = np.unique(fd[~np.isnan(fd)]) if "y" in names else x
+    env: dict[str, object] = {}
+    if "dy" in names:
+        v, d = _grid(base, _round(np.array(_DY), dtype).astype(np.float64))
+        env["dy"] = _round(d, dtype)
+    else:
+        v = base
+    env["y" if "y" in names else "x"] = _round(v, dtype)
+    fields = language.CTORS[lhs.ctor].fields
+    for f, p in zip(fields, lhs.params):
+        if p[:1].islower():
+            env[p] = params[f.name]
+    return env
+
+
+def _slice_domain(rule: Rule, dtype: str) -> dict[str, object]:
+    """g of shape (3, 4): the gradient of x[:, -7:6] for x of shape (3, 9) (the start clamped from the end):
+    2 zeros before and 3 after on axis 1."""
+    g = np.random.default_rng(3).choice(np.array(_DY), size=(3, 4))
+    return {"axis": 1, "start": -7, "end": 6, "size": 9, "before": 2, "after": 3, "g": _round(g, dtype)}
+
+
+DOMAINS["activation_params"] = _param_activation_domain
+DOMAINS["slice"] = _slice_domain

@@ -69,7 +69,9 @@ class App:
             return "Constant"
         c = CTORS[self.ctor]
         if OPDEFS[c.op].kinded:
-            return f"{c.op}.{self.params[[f.name for f in c.fields].index('kind')]}"
+            implied = dict(c.implies)
+            kind = implied["kind"] if "kind" in implied else self.params[[f.name for f in c.fields].index("kind")]
+            return f"{c.op}.{kind}"
         return c.op
 
 

@@ -11,15 +11,8 @@ Decisions (checked against torch's kernels; see docs/torch.md):
   torch only where x is NaN: torch passes grad through there, the format gives 0.
 - `sigmoid_backward` and `tanh_backward` take the forward output:
   `ActivationBackward{Sigmoid|Tanh, wrt: output}(y, grad)`, exact.
-- `elu`/`elu_backward` only with alpha = scale = input_scale = 1 (the format's Elu);
-  `is_result=True` is the output form. Anything else is refused.
-- `softplus`/`softplus_backward` only with beta = 1. torch is linear above its
-  threshold t (x > t gives x, and gradient grad); the format's Softplus is exact
-  (x + log1p(exp(-x)), gradient grad * sigmoid(x)). They differ there by a relative
-  exp(-x) < exp(-t), which rounds away when exp(-t) < 2**-(p+1) for the dtype's
-  precision p: t = 20 in f32, f16 and bf16. There the op maps directly (equal after
-  rounding to the dtype); otherwise (f64, or a small t) the threshold is kept
-  exactly: `where(x > t, x, Softplus(x))` and `where(x > t, grad, ActivationBackward{Softplus})`.
+- `elu`, `softplus`, `leaky_relu`, `hardtanh` and their backward ops, `log_sigmoid`,
+  `sgn`, slicing, selecting and `cat`: `aten_acts.py`.
 - `hardsigmoid_backward`: torch's gradient is grad/6 on the open interval (-3, 3),
   0 at +-3 (checked), the format's convention exactly. `hardswish_backward`: torch
   gives 0 for x <= -3, x/3 + 1/2 inside, 1 for x >= 3 (checked), again the format's.
@@ -28,7 +21,6 @@ Decisions (checked against torch's kernels; see docs/torch.md):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,7 +32,6 @@ from .importer import MAX_CONSTANT_ELEMENTS, Context
 Handler = Callable[[Context, dict[str, Any]], Any]
 HANDLERS: dict[str, Handler] = {}
 
-_PRECISION = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}
 
 
 def handles(*names: str) -> Callable[[Handler], Handler]:
@@ -210,41 +201,10 @@ for _name, _kind in _UNARY.items():
 handles("gelu.default")(_activation(None))
 
 
-def _unit_elu(ctx: Context, a: dict[str, Any]) -> None:
-    if (a["alpha"], a["scale"], a["input_scale"]) != (1, 1, 1):
-        raise ctx.refuse(f"elu with alpha={a['alpha']}, scale={a['scale']}, input_scale={a['input_scale']} "
-                         "(the format's Elu has alpha = scale = input_scale = 1)")
-
-
-@handles("elu.default")
-def _elu(ctx: Context, a: dict[str, Any]) -> int:
-    _unit_elu(ctx, a)
-    return _activation("Elu")(ctx, a)
-
-
-def _softplus_exact(ctx: Context, beta: Any, threshold: Any) -> bool:
-    """Whether torch's linear branch (x > threshold) equals the format's Softplus after rounding to the dtype."""
-    if beta != 1:
-        raise ctx.refuse(f"softplus with beta={beta} (the format's Softplus has beta 1)")
-    t = float(ctx.scalar(threshold))
-    p = _PRECISION.get(ctx.out_dtype())
-    return p is not None and t > 0 and math.exp(-t) < 2.0 ** -(p + 1)
-
-
-@handles("softplus.default")
-def _softplus(ctx: Context, a: dict[str, Any]) -> int:
-    exact = _softplus_exact(ctx, a["beta"], a["threshold"])
-    x = ctx.cast(ctx.t(a["self"]), ctx.out_dtype())
-    y = ctx.add("Activation", (x,), {"kind": "Softplus"})
-    if exact:
-        return y
-    above = ctx.add("Compare", (x, ctx.const(a["threshold"], ctx.dtype(x))), {"op": "Gt"})
-    return ctx.add("Where", (above, x, y))
-
-
 # --------------------------------------------------------------------------- activation gradients
 
-def _grad(ctx: Context, kind: str, x_arg: Any, dy_arg: Any, wrt: str = "input") -> int:
+def _grad(ctx: Context, kind: str, x_arg: Any, dy_arg: Any, wrt: str = "input",
+          params: dict[str, float] | None = None) -> int:
     shape, dt = ctx.out()
     if dt not in FLOAT_DTYPES:
         raise ctx.refuse(f"a gradient of dtype {dt} (the format's gradients are float)")
@@ -253,6 +213,7 @@ def _grad(ctx: Context, kind: str, x_arg: Any, dy_arg: Any, wrt: str = "input") 
     attrs: dict[str, Any] = {"kind": kind}
     if wrt != "input":
         attrs["wrt"] = wrt
+    attrs.update(params or {})  # a parametrised kind's parameters (aten_acts.py)
     return ctx.add("ActivationBackward", (x, dy), attrs)
 
 
@@ -272,23 +233,6 @@ handles("mish_backward.default")(_grad_of("Mish"))
 def _gelu_backward(ctx: Context, a: dict[str, Any]) -> int:
     kind = {"none": "Gelu", "tanh": "GeluApprox"}[a["approximate"]]
     return _grad(ctx, kind, a["self"], a["grad_output"])
-
-
-@handles("elu_backward.default")
-def _elu_backward(ctx: Context, a: dict[str, Any]) -> int:
-    _unit_elu(ctx, a)
-    return _grad(ctx, "Elu", a["self_or_result"], a["grad_output"], "output" if a["is_result"] else "input")
-
-
-@handles("softplus_backward.default")
-def _softplus_backward(ctx: Context, a: dict[str, Any]) -> int:
-    exact = _softplus_exact(ctx, a["beta"], a["threshold"])
-    g = _grad(ctx, "Softplus", a["self"], a["grad_output"])
-    if exact:
-        return g
-    x, dy = ctx.b.nodes[g].inputs
-    above = ctx.add("Compare", (x, ctx.const(a["threshold"], ctx.dtype(x))), {"op": "Gt"})
-    return ctx.add("Where", (above, dy, g))
 
 
 @handles("threshold_backward.default")
@@ -393,3 +337,4 @@ def _addmm(ctx: Context, a: dict[str, Any]) -> int:
 from . import aten_softmax  # noqa: E402,F401  (registers softmax, log-softmax and mse_loss)
 from . import aten_index  # noqa: E402,F401  (registers dropout, gather/scatter_add, embedding and nll_loss)
 from . import aten_norm  # noqa: E402,F401  (registers layer norm and batch norm)
+from . import aten_acts  # noqa: E402,F401  (registers the parametrised activations, slicing and cat)

@@ -88,12 +88,12 @@ def constant(value: Tensor, shape: Sequence[int]) -> Tensor:
     return value if tuple(value.shape) == tuple(shape) else value.expand(tuple(shape))
 
 
-def activation(x: Tensor, kind: str) -> Tensor:
-    return K.value(TorchOps(x), K.BY_NAME[kind], x)
+def activation(x: Tensor, kind: str, **params: float) -> Tensor:
+    return K.value(TorchOps(x), K.BY_NAME[kind], x, params)
 
 
-def activation_backward(x: Tensor, dy: Tensor, kind: str, wrt: str = "input") -> Tensor:
-    g = K.grad(TorchOps(x), K.BY_NAME[kind], x, output=wrt == "output")
+def activation_backward(x: Tensor, dy: Tensor, kind: str, wrt: str = "input", **params: float) -> Tensor:
+    g = K.grad(TorchOps(x), K.BY_NAME[kind], x, output=wrt == "output", params=params)
     return (dy * g).to(dy.dtype)
 
 
@@ -455,6 +455,41 @@ def batch_norm_training_backward_gamma(x: Tensor, mean: Tensor, invstd: Tensor, 
 
 def batch_norm_training_backward_beta(dy: Tensor, axis: int) -> Tensor:
     return _sum(dy, _channel(dy, axis)[1])
+
+
+# --------------------------------------------------------------------------- slicing (acts)
+
+def _along(x: Tensor, axis: int, sel: Any) -> tuple[Any, ...]:
+    return (slice(None),) * (axis % x.dim()) + (sel,)
+
+
+def slice_(x: Tensor, axis: int, start: int, end: int, step: int) -> Tensor:
+    n = x.shape[axis]
+    return x[_along(x, axis, slice(*slice(start, end, step).indices(n)))]
+
+
+def pad(x: Tensor, axis: int, before: int, after: int) -> Tensor:
+    shape = list(x.shape)
+    parts = []
+    for width in (before, 0, after):
+        if width == 0:
+            continue
+        shape[axis] = width
+        parts.append(torch.zeros(shape, dtype=x.dtype, device=x.device))
+    parts.insert(1 if before else 0, x)
+    return torch.cat(parts, dim=axis)
+
+
+def concat(a: Tensor, b: Tensor, axis: int) -> Tensor:
+    return torch.cat([a, b], dim=axis)
+
+
+def slice_backward(dy: Tensor, axis: int, start: int, end: int, step: int, size: int) -> Tensor:
+    shape = list(dy.shape)
+    shape[axis] = size
+    out = torch.zeros(shape, dtype=dy.dtype, device=dy.device)
+    out[_along(out, axis, slice(*slice(start, end, step).indices(size)))] = dy
+    return out
 
 
 # each op's function, as its declaration names it (`OpDef.torch`)
