@@ -62,6 +62,8 @@ def bad(d: Any, *words: str, node: int | None = None) -> str:
 F, X48 = "f32", ([4, 8], "f32")
 GOOD = one("Binary", [X48, X48], [4, 8], attrs={"op": "Add"})
 
+POOL = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1]}
+POOL_AVG = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0]}
 # A valid document with every op of the format.
 ALL_OPS = doc(
     inp(0, [2, 3]), node(1, "Param", (), [3], F, {"name": "g"}, name="gamma"), inp(2, [3], name="b"),
@@ -85,7 +87,19 @@ ALL_OPS = doc(
     node(23, "BatchNormInferenceBackwardBeta", [5], [3], F),
     node(24, "Softmax", [0], [2, 3], F, {"axis": -1}),
     node(25, "SoftmaxBackward", [24, 5], [2, 3], F, {"axis": 1}),
-    outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25], name="all ops",
+    # pooling
+    inp(26, [1, 1, 4, 4], name="img"),
+    node(27, "MaxPool2d", [26], [1, 1, 2, 2], F, POOL),
+    node(28, "MaxPool2dIndices", [26], [1, 1, 2, 2], "i64", POOL),
+    node(29, "AvgPool2d", [26], [1, 1, 2, 2], F, {**POOL_AVG, "count_include_pad": False}),
+    node(30, "AdaptiveAvgPool2d", [26], [1, 1, 3, 3], F, {"output_size": [3, 3]}),
+    node(31, "MaxPool2dBackward", [27, 28], [1, 1, 4, 4], F, {**POOL, "input_shape": [1, 1, 4, 4]}),
+    node(32, "AvgPool2dBackward", [29], [1, 1, 4, 4], F, {**POOL_AVG, "input_shape": [1, 1, 4, 4]}),
+    node(33, "AdaptiveAvgPool2dBackward", [30], [1, 1, 4, 4], F, {"input_shape": [1, 1, 4, 4]}),
+    node(34, "MaxPool2dOneHot", [28, 27], [4, 1, 1, 2, 2], F, {"part": "Row", "input_shape": [1, 1, 4, 4]}),
+    node(35, "PoolWeights", [29], [2, 4], F, {**POOL_AVG, "axis": 0, "input_shape": [1, 1, 4, 4]}),
+    node(36, "AdaptivePoolWeights", [30], [3, 4], F, {"axis": 1, "input_shape": [1, 1, 4, 4]}),
+    outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 31, 32, 33, 34, 35, 36], name="all ops",
 )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from . import activation, batchnorm, elementwise, layout, leaves, reduce, softmax
+from . import pool
 from .base import Ctor, Head, OpDef
 
 
@@ -42,7 +43,8 @@ def register(defs: Iterable[OpDef]) -> dict[str, OpDef]:
 
 
 FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, reduce.OPS, (batchnorm.FORWARD,),
-            activation.BACKWARD, batchnorm.BACKWARD, softmax.OPS)
+            activation.BACKWARD, batchnorm.BACKWARD, softmax.OPS,
+            pool.OPS + pool.BACKWARD)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

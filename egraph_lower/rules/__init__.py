@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from . import activations, batchnorm, forward, softmax
+from . import pool
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES
+ALL_RULES += pool.RULES
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:
