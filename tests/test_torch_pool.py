@@ -70,6 +70,18 @@ def test_max_pool_evaluator_matches_torch_in_f64(case: tuple[Any, ...], ties: bo
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-14, atol=1e-14)
 
 
+@pytest.mark.parametrize("case", MAX_CASES[1:3])
+def test_max_pool_nan_and_minus_inf_follow_torch(case: tuple[Any, ...]) -> None:
+    x = _input(True)
+    x[0, 0, 2:5, 1:4] = -torch.inf
+    x[1, 1].fill_(-torch.inf)
+    x[0, 2, 3, 3] = x[0, 2, 4, 5] = x[1, 0, 0, 0] = torch.nan
+    values, indices = A.max_pool2d_with_indices(x, *case)
+    attrs = dict(zip(("kernel", "stride", "padding", "dilation", "ceil_mode"), case))
+    np.testing.assert_array_equal(apply("MaxPool2dIndices", attrs, [x.numpy()], "i64"), indices.numpy())
+    np.testing.assert_array_equal(apply("MaxPool2d", attrs, [x.numpy()], "f64"), values.numpy())
+
+
 @pytest.mark.parametrize("case", AVG_CASES)
 def test_avg_pool_evaluator_matches_torch_in_f64(case: tuple[Any, ...]) -> None:
     kernel, stride, padding, ceil_mode, include, divisor = case
