@@ -179,3 +179,27 @@ def test_max_pool_backward_needs_i64_indices() -> None:
                       "input_shape": [1, 1, 4, 4]}}
     with pytest.raises(GraphError, match="node 2.*i64"):
         el.Graph.from_json(_document([_inp(0, [1, 1, 2, 2]), _inp(1, [1, 1, 2, 2], "f32"), node]))
+
+
+def _max_backward_graph(shape: tuple[int, ...], attrs: dict[str, Any]) -> el.Graph:
+    b = GraphBuilder("max pool backward")
+    x = b.input("x", list(shape))
+    idx = b.op("MaxPool2dIndices", x, **attrs)
+    dy = b.input("dy", list(b.meta(idx)[0]))
+    return b.build([b.op("MaxPool2dBackward", dy, idx, **attrs, input_shape=list(shape))])
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+def test_extraction_weighs_the_max_pool_expansions_by_size(target: str) -> None:
+    """The plane one-hot is one op fewer; the separable form needs H + W, not H * W, per window:
+    on a small plane the first is cheaper, on a 32 x 32 plane the second."""
+    attrs = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1]}
+    won = {}
+    for shape in ((2, 3, 4, 4), (8, 16, 32, 32)):
+        choice = next(c for c in el.explore(_max_backward_graph(shape, attrs), target).report()["choices"]
+                      if c["op"] == "MaxPool2dBackward")
+        (chosen,) = [a for a in choice["alternatives"] if a["chosen"]]
+        others = [a["cost"] for a in choice["alternatives"] if a["legal"]]
+        assert chosen["cost"] == min(others)
+        won[shape[-1]] = chosen["rules"]
+    assert won == {4: ["maxpool-bwd-onehot"], 32: ["maxpool-bwd-separable"]}
