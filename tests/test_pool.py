@@ -203,3 +203,10 @@ def test_extraction_weighs_the_max_pool_expansions_by_size(target: str) -> None:
         assert chosen["cost"] == min(others)
         won[shape[-1]] = chosen["rules"]
     assert won == {4: ["maxpool-bwd-onehot"], 32: ["maxpool-bwd-separable"]}
+
+
+def test_max_pool_backward_refuses_an_index_outside_the_plane() -> None:
+    attrs = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1], "input_shape": [1, 1, 4, 4]}
+    dy, idx = np.ones((1, 1, 2, 2)), np.array([[[[0, 2], [8, 16]]]])
+    with pytest.raises(el.LowerError, match="MaxPool2dBackward: index 16 is outside the 4 x 4 plane"):
+        apply("MaxPool2dBackward", attrs, [dy, idx], "f32")

@@ -217,7 +217,7 @@ def _op_adaptive_weights(attrs: Attrs, args: Args, dtype: str, shape: Sequence[i
     return _round_float(w, dtype)
 
 
-def _check_max(attrs: Mapping[str, Any]) -> None:
+def _check_padding(attrs: Mapping[str, Any]) -> None:
     PM.check_padding(attrs["kernel"], attrs["padding"])
 
 
@@ -234,12 +234,12 @@ def _ctor(name: str, op: str, fields: tuple[Field, ...], arity: int) -> tuple[Ct
 
 OPS: tuple[OpDef, ...] = (
     OpDef("MaxPool2d", ("x",), _MAX_ATTRS, _infer_max, _op_max, _ctor("MaxPool2d", "MaxPool2d", _MAX_FIELDS, 1),
-          domain=None, torch="max_pool2d", check=_check_max, sample=(_MAX_SAMPLE, _X)),
+          domain=None, torch="max_pool2d", check=_check_padding, sample=(_MAX_SAMPLE, _X)),
     OpDef("MaxPool2dIndices", ("x",), _MAX_ATTRS, _infer_max_indices, _op_max_indices,
           _ctor("MaxPool2dIndices", "MaxPool2dIndices", _MAX_FIELDS, 1),
-          domain=None, torch="max_pool2d_indices", check=_check_max, sample=(_MAX_SAMPLE, _X)),
+          domain=None, torch="max_pool2d_indices", check=_check_padding, sample=(_MAX_SAMPLE, _X)),
     OpDef("AvgPool2d", ("x",), _AVG_ATTRS, _infer_avg, _op_avg, _ctor("AvgPool2d", "AvgPool2d", _AVG_FIELDS, 1),
-          domain=None, torch="avg_pool2d", check=_check_max, sample=(_AVG_SAMPLE, _X)),
+          domain=None, torch="avg_pool2d", check=_check_padding, sample=(_AVG_SAMPLE, _X)),
     OpDef("AdaptiveAvgPool2d", ("x",), (_OUTPUT_SIZE,), _infer_adaptive, _op_adaptive,
           _ctor("AdaptiveAvgPool2d", "AdaptiveAvgPool2d", (ints("output_size"),), 1),
           domain=None, torch="adaptive_avg_pool2d", sample=({"output_size": [3, 4]}, _X)),
@@ -250,7 +250,7 @@ OPS: tuple[OpDef, ...] = (
           sample=({"part": "Row", "input_shape": _IN}, (((2, 3, 3, 3), "i64"), ((2, 3, 3, 3), "f32")))),
     OpDef("PoolWeights", ("dy",), (_AXIS,) + _AVG_ATTRS + (_INPUT_SHAPE,), _infer_weights, _op_weights,
           _ctor("PoolWeights", "PoolWeights", (integer("axis"),) + _AVG_FIELDS + (ints("input_shape"),), 1),
-          domain=None, torch="pool_weights", check=_check_max,
+          domain=None, torch="pool_weights", check=_check_padding,
           sample=({"axis": 1, **_AVG_SAMPLE, "input_shape": _IN}, (((2, 3, 3, 7), "f32"),))),
     OpDef("AdaptivePoolWeights", ("dy",), (_AXIS, _INPUT_SHAPE), _infer_adaptive_weights, _op_adaptive_weights,
           _ctor("AdaptivePoolWeights", "AdaptivePoolWeights", (integer("axis"), ints("input_shape")), 1),
@@ -261,11 +261,11 @@ OPS: tuple[OpDef, ...] = (
 BACKWARD: tuple[OpDef, ...] = (
     OpDef("MaxPool2dBackward", ("dy", "indices"), _MAX_ATTRS + (_INPUT_SHAPE,), _infer_max_bwd, _op_max_bwd,
           _ctor("MaxPool2dBackward", "MaxPool2dBackward", _MAX_FIELDS + (ints("input_shape"),), 2),
-          domain="maxpool", torch="max_pool2d_backward", backward=True, check=_check_max,
+          domain="maxpool", torch="max_pool2d_backward", backward=True, check=_check_padding,
           sample=({**_MAX_SAMPLE, "input_shape": _IN}, (((2, 3, 3, 3), "f32"), ((2, 3, 3, 3), "i64")))),
     OpDef("AvgPool2dBackward", ("dy",), _AVG_ATTRS + (_INPUT_SHAPE,), _infer_avg_bwd, _op_avg_bwd,
           _ctor("AvgPool2dBackward", "AvgPool2dBackward", _AVG_FIELDS + (ints("input_shape"),), 1),
-          domain="avgpool", torch="avg_pool2d_backward", backward=True, check=_check_max,
+          domain="avgpool", torch="avg_pool2d_backward", backward=True, check=_check_padding,
           sample=({**_AVG_SAMPLE, "input_shape": _IN}, (((2, 3, 3, 7), "f32"),))),
     OpDef("AdaptiveAvgPool2dBackward", ("dy",), (_INPUT_SHAPE,), _infer_adaptive_bwd, _op_adaptive_bwd,
           _ctor("AdaptiveAvgPool2dBackward", "AdaptiveAvgPool2dBackward", (ints("input_shape"),), 1),

@@ -70,6 +70,9 @@ def max_pool(attrs: Mapping[str, Any], x: np.ndarray) -> tuple[np.ndarray, np.nd
 def max_pool_backward(input_shape: Sequence[int], dy: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """dx: each window's dy added at the position its index names (summed where windows share one)."""
     n, c, h, w = input_shape
+    if indices.size and (indices.min() < 0 or indices.max() >= h * w):
+        bad = int(indices.min()) if indices.min() < 0 else int(indices.max())
+        raise ValueError(f"index {bad} is outside the {h} x {w} plane")
     dx = np.zeros((n * c, h * w))
     rows = np.repeat(np.arange(n * c), dy[0, 0].size)
     np.add.at(dx, (rows, indices.reshape(-1)), dy.reshape(-1))

@@ -464,4 +464,5 @@ def _bn_backward(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
 
 
 from . import aten_losses  # noqa: E402,F401  (registers softmax, log-softmax and mse_loss)
-from . import aten_pool  # noqa: E402,F401  (registers the pooling ops)
+from . import aten_pool  # noqa: E402  (registers the pooling ops; the name itself is not needed)
+del aten_pool
