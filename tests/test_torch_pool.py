@@ -222,3 +222,19 @@ def test_pooling_cnn_training_step_matches_eager(target: str) -> None:
         seen |= {n.op for n in graph.nodes}
     assert not seen & POOL_BACKWARD
     assert {"MaxPool2dOneHot", "PoolWeights", "AdaptivePoolWeights"} & seen
+
+
+@pytest.mark.parametrize("pool", [nn.MaxPool2d(3, 2, padding=1, ceil_mode=True),
+                                  nn.AvgPool2d(3, 2, padding=1, count_include_pad=False),
+                                  nn.AdaptiveAvgPool2d((2, 3))])
+def test_unbatched_pooling_is_lowered_through_a_reshape(pool: nn.Module) -> None:
+    x = torch.randint(-2, 3, (3, 9, 8)).float()
+    eager_x, compiled_x = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    be = elt.backend("metal", strict=True)
+    out = torch.compile(pool, backend=be, dynamic=False)(compiled_x)
+    (out * torch.arange(out.numel()).reshape(out.shape)).sum().backward()
+    want = pool(eager_x)
+    (want * torch.arange(want.numel()).reshape(want.shape)).sum().backward()
+    torch.testing.assert_close(out, want)
+    torch.testing.assert_close(compiled_x.grad, eager_x.grad, rtol=1e-4, atol=1e-5)
+    assert be.unlowered_ops == {}, be.summary()
