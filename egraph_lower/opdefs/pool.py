@@ -6,7 +6,7 @@ Backward: `MaxPool2dBackward(dy, indices)`, `AvgPool2dBackward(dy)`,
 `AdaptiveAvgPool2dBackward(dy)`; each carries `input_shape`, the shape of the
 forward's input (its gradient's shape).
 
-Two helpers, which the pooling rules expand the backward ops into and which every
+Three helpers, which the pooling rules expand the backward ops into and which every
 backend runs (they read only indices or a shape):
 - `MaxPool2dOneHot{part, input_shape}(indices, like)`: [L, *indices.shape] in like's dtype,
   1 where a window's index names plane position l (`part` Plane: L = H * W), row l (`Row`:
@@ -17,11 +17,12 @@ backend runs (they read only indices or a shape):
   along spatial axis `axis`, 0 for H, 1 for W) with which average pooling is
   y = Wh x Ww^T (per plane); dy gives only the dtype and O.
 
-Conventions (checked against torch in tests/test_pool.py): windows start at o * stride -
+Conventions (checked against torch in tests/test_torch_pool.py): windows start at o * stride -
 padding; padded positions never win a max and are skipped by the average (their count
 enters the divisor with `count_include_pad`); a max ties to the first maximum in window
 order (row-major over the kernel), and a NaN wins over numbers (the last NaN); ceil_mode
-keeps a last window only if it starts inside the input or its left padding. The semantics are in `pool_math.py`.
+keeps a last window only if it starts inside the input or its left padding. The arithmetic
+is in `pool_math.py`.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def _input_shape_check(v: Any) -> None:
         raise ValueError(f"attribute 'input_shape' {show_shape(shape)} is not of rank 4 (N, C, H, W)")
 
 
-_KERNEL, _STRIDE, _PADDING, _DILATION = _pair("kernel", 1), _pair("stride", 1), _pair("padding", 0), _pair("dilation", 1)
+_KERNEL, _STRIDE = _pair("kernel", 1), _pair("stride", 1)
+_PADDING, _DILATION = _pair("padding", 0), _pair("dilation", 1)
 _CEIL, _INCLUDE = _flag("ceil_mode"), _flag("count_include_pad")
 _DIVISOR = Attr("divisor_override", _divisor_check, required=False)
 _INPUT_SHAPE = Attr("input_shape", _input_shape_check)
@@ -177,7 +179,8 @@ def _op_max_indices(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] |
 
 
 def _op_max_bwd(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    return _round_float(PM.max_pool_backward(attrs["input_shape"], _f(args[0]), np.asarray(args[1]).astype(np.int64)), dtype)
+    indices = np.asarray(args[1]).astype(np.int64)
+    return _round_float(PM.max_pool_backward(attrs["input_shape"], _f(args[0]), indices), dtype)
 
 
 def _op_avg(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
@@ -204,7 +207,8 @@ def _op_adaptive_bwd(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] 
 
 
 def _op_onehot(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    return _round_float(PM.one_hot(attrs["part"], attrs["input_shape"], np.asarray(args[0]).astype(np.int64)).astype(np.float64), dtype)
+    hot = PM.one_hot(attrs["part"], attrs["input_shape"], np.asarray(args[0]).astype(np.int64))
+    return _round_float(hot.astype(np.float64), dtype)
 
 
 def _op_weights(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
