@@ -64,6 +64,8 @@ def bad(d: Any, *words: str, node: int | None = None) -> str:
 F, X48 = "f32", ([4, 8], "f32")
 GOOD = one("Binary", [X48, X48], [4, 8], attrs={"op": "Add"})
 
+POOL = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1]}
+POOL_AVG = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0]}
 # A valid document with every op of the format.
 ALL_OPS = doc(
     inp(0, [2, 3]), node(1, "Param", (), [3], F, {"name": "g"}, name="gamma"), inp(2, [3], name="b"),
@@ -124,7 +126,19 @@ ALL_OPS = doc(
     node(61, "Pad", [60], [2, 5], F, {"axis": -1, "before": 1, "after": 2}),
     node(62, "Concat", [61, 0], [2, 8], F, {"axis": 1}),
     node(63, "SliceBackward", [60], [2, 3], F, {"axis": 1, "start": 1, "end": 9, "step": 1, "size": 3}),
-    outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59],
+    # pooling
+    inp(64, [1, 1, 4, 4], name="img"),
+    node(65, "MaxPool2d", [64], [1, 1, 2, 2], F, POOL),
+    node(66, "MaxPool2dIndices", [64], [1, 1, 2, 2], "i64", POOL),
+    node(67, "AvgPool2d", [64], [1, 1, 2, 2], F, {**POOL_AVG, "count_include_pad": False}),
+    node(68, "AdaptiveAvgPool2d", [64], [1, 1, 3, 3], F, {"output_size": [3, 3]}),
+    node(69, "MaxPool2dBackward", [65, 66], [1, 1, 4, 4], F, {**POOL, "input_shape": [1, 1, 4, 4]}),
+    node(70, "AvgPool2dBackward", [67], [1, 1, 4, 4], F, {**POOL_AVG, "input_shape": [1, 1, 4, 4]}),
+    node(71, "AdaptiveAvgPool2dBackward", [68], [1, 1, 4, 4], F, {"input_shape": [1, 1, 4, 4]}),
+    node(72, "MaxPool2dOneHot", [66, 65], [4, 1, 1, 2, 2], F, {"part": "Row", "input_shape": [1, 1, 4, 4]}),
+    node(73, "PoolWeights", [67], [2, 4], F, {**POOL_AVG, "axis": 0, "input_shape": [1, 1, 4, 4]}),
+    node(74, "AdaptivePoolWeights", [68], [3, 4], F, {"axis": 1, "input_shape": [1, 1, 4, 4]}),
+    outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74],
     name="all ops",
 )
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import activations, batchnorm, forward, index, mse, norm, parametrised, slicing, softmax
+from . import activations, batchnorm, forward, index, mse, norm, parametrised, pool, slicing, softmax
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
-                               + index.RULES + norm.RULES + parametrised.RULES + slicing.RULES)
+                               + index.RULES + norm.RULES + parametrised.RULES + slicing.RULES + pool.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

@@ -55,6 +55,10 @@ DEFAULT_BOUND = 32.0
 _APPROX = {"erf-lower": ERF_MAX_ABS_ERROR, "atan-lower": ATAN_MAX_ABS_ERROR}
 
 
+# ops whose value is a sum of terms dy * (a weight >= 0): their scale is the op applied to |dy|
+_LINEAR_IN_DY = frozenset({"MaxPool2dBackward", "AvgPool2dBackward", "AdaptiveAvgPool2dBackward"})
+
+
 def bound(rule: Rule, dtype: str) -> float:
     """The worst error (in eps(dtype)) the rule may have in `dtype`."""
     if rule.name == "geluapprox-lower":
@@ -139,6 +143,8 @@ def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray, dtype: str) -> n
             return np.maximum(np.maximum(np.abs(ref), np.abs(f["dy"])), terms)
         if label in SCALES:
             return SCALES[label](f)
+        if label in _LINEAR_IN_DY:  # sums of dy terms: the op itself applied to |dy|
+            return np.abs(eval_term(rule.lhs, {**env, "dy": np.abs(f["dy"])}, "f64"))
         scale = np.abs(ref)
         if "dy" in f:
             scale = np.maximum(scale, np.abs(np.broadcast_to(f["dy"], ref.shape)))

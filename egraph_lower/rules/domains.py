@@ -278,6 +278,36 @@ def _embedding_domain(rule: Rule, dtype: str) -> dict[str, object]:
             "nw": 6, "pad": 1.0, "wshape": "[6,1,1,1]", "dperm": "[2,0,1]", "paxes": "[2,3]", "iaxes": "[0,1]"}
 
 
+def _pool_domain(rule: Rule, dtype: str) -> dict[str, object]:
+    """Pooling backward ops on an input [2, 3, 7, 8] with overlapping windows (kernel 3 stride 2 over
+    H; kernel 2 dilation 2 stride 1 over W), padding 1 and ceil_mode (a last, clipped window).
+    Max pooling's indices come from x of small integers (many ties), planes of equal values and of
+    -inf; average pooling excludes padding from its divisor; adaptive pooling maps 7 x 8 to 3 x 5
+    (overlapping windows). dy as for batch norm."""
+    from ..opdefs import pool_math
+
+    ishape = [2, 3, 7, 8]
+    attrs = {"kernel": [3, 2], "stride": [2, 1], "padding": [1, 1], "dilation": [1, 2], "ceil_mode": True,
+             "count_include_pad": False, "divisor_override": None}
+    op = language.CTORS[_ctor(rule)].op
+    rng = np.random.default_rng(3)
+    env: dict[str, object] = {"k": "[3,2]", "s": "[2,1]", "p": "[1,1]", "d": "[1,2]", "c": 1, "cip": 0, "dv": 0,
+                              "ishape": "[2,3,7,8]"}
+    if op == "MaxPool2dBackward":
+        x = rng.integers(-2, 3, size=ishape).astype(np.float64)
+        x[0, 1] = 0.5
+        x[1, 2] = -np.inf
+        out = pool_math.max_out(attrs, ishape[2:])
+        env["idx"] = pool_math.max_pool(attrs, x)[1]
+    elif op == "AvgPool2dBackward":
+        out = pool_math.avg_out(attrs, ishape[2:])
+    else:
+        out = (3, 5)
+    dy = rng.choice(np.array(_DY), size=(2, 3) + tuple(out)) * rng.uniform(0.5, 2.0, size=(2, 3) + tuple(out))
+    env["dy"] = _round(dy, dtype)
+    return env
+
+
 def _variables(rule: Rule) -> set[str]:
     return variables(rule.lhs)
 
@@ -397,6 +427,8 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "embedding": _embedding_domain,
     "layernorm": _layernorm_domain,
     "bntrain": _bntrain_domain,
+    "maxpool": _pool_domain,
+    "avgpool": _pool_domain,
 }
 
 

@@ -338,3 +338,4 @@ from . import aten_softmax  # noqa: E402,F401  (registers softmax, log-softmax a
 from . import aten_index  # noqa: E402,F401  (registers dropout, gather/scatter_add, embedding and nll_loss)
 from . import aten_norm  # noqa: E402,F401  (registers layer norm and batch norm)
 from . import aten_acts  # noqa: E402,F401  (registers the parametrised activations, slicing and cat)
+from . import aten_pool  # noqa: E402,F401  (registers max, average and adaptive pooling)
