@@ -62,6 +62,7 @@ def bad(d: Any, *words: str, node: int | None = None) -> str:
 F, X48 = "f32", ([4, 8], "f32")
 GOOD = one("Binary", [X48, X48], [4, 8], attrs={"op": "Add"})
 
+_CONV = {"stride": [2, 1], "padding": [1, 0], "dilation": [1, 2], "groups": 2}  # convolution nodes of ALL_OPS
 # A valid document with every op of the format.
 ALL_OPS = doc(
     inp(0, [2, 3]), node(1, "Param", (), [3], F, {"name": "g"}, name="gamma"), inp(2, [3], name="b"),
@@ -85,6 +86,15 @@ ALL_OPS = doc(
     node(23, "BatchNormInferenceBackwardBeta", [5], [3], F),
     node(24, "Softmax", [0], [2, 3], F, {"axis": -1}),
     node(25, "SoftmaxBackward", [24, 5], [2, 3], F, {"axis": 1}),
+    inp(40, [2, 4, 5, 6], name="cx"), inp(41, [6, 2, 3, 2], name="cw"), inp(42, [2, 6, 3, 4], name="cdy"),
+    node(43, "Conv2d", [40, 41], [2, 6, 3, 4], F, _CONV),
+    node(44, "Conv2dBackwardInput", [42, 41], [2, 4, 5, 6], F, {**_CONV, "input_shape": [2, 4, 5, 6]}),
+    node(45, "Conv2dBackwardWeight", [40, 42], [6, 2, 3, 2], F, {**_CONV, "weight_shape": [6, 2, 3, 2]}),
+    node(46, "ConvTranspose2d", [42, 41], [2, 4, 5, 6], F, {**_CONV, "output_shape": [2, 4, 5, 6]}),
+    node(47, "Im2Col", [40], [2, 2, 12, 12], F, {**_CONV, "kernel": [3, 2]}),
+    node(48, "Conv2dFlipWeight", [41], [4, 3, 3, 2], F, {"groups": 2}),
+    node(49, "Conv2dDilatePad", [42, 41], [2, 6, 7, 8], F,
+         {"stride": [2, 1], "padding": [1, 0], "dilation": [1, 2], "input_shape": [2, 4, 5, 6]}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25], name="all ops",
 )
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import activation, batchnorm, elementwise, layout, leaves, reduce, softmax
+from . import activation, batchnorm, conv, elementwise, layout, leaves, reduce, softmax
 from .base import Ctor, Head, OpDef
 
 
@@ -42,7 +42,7 @@ def register(defs: Iterable[OpDef]) -> dict[str, OpDef]:
 
 
 FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, reduce.OPS, (batchnorm.FORWARD,),
-            activation.BACKWARD, batchnorm.BACKWARD, softmax.OPS)
+            activation.BACKWARD, batchnorm.BACKWARD, softmax.OPS, conv.OPS, conv.BACKWARD)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

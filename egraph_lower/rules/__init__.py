@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import activations, batchnorm, forward, softmax
+from . import activations, batchnorm, conv, forward, softmax
 from .dsl import Rule
 
-ALL_RULES: tuple[Rule, ...] = activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES
+ALL_RULES: tuple[Rule, ...] = activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + conv.RULES
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:
