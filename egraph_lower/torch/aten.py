@@ -464,3 +464,4 @@ def _bn_backward(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
 
 
 from . import aten_losses  # noqa: E402,F401  (registers softmax, log-softmax and mse_loss)
+from . import aten_conv  # noqa: E402,F401  (registers convolution and convolution_backward)
