@@ -175,3 +175,21 @@ def test_bad_convolution_nodes_are_refused_in_one_line(op: str, ins: list[list[i
 
 def test_a_graph_with_a_convolution_is_written_as_version_2() -> None:
     assert el.Graph.from_json(conv_step(CASES[0]).to_json()).to_dict()["version"] == 2
+
+
+def _chosen_rules(backend: str) -> dict[str, list[str]]:
+    report = el.explore(conv_step(CASES[1]), el.load_backend(backend)).report()
+    out = {}
+    for choice in report["choices"]:
+        chosen = [a for a in choice["alternatives"] if a["chosen"]]
+        assert len(chosen) == 1 and chosen[0]["legal"]
+        out[choice["op"]] = chosen[0]["rules"]
+    return out
+
+
+def test_the_explore_report_shows_each_backends_choice_per_convolution() -> None:
+    metal = _chosen_rules("metal")
+    plain = _chosen_rules(str(BACKENDS_DIR / "conv_no_transpose.json"))
+    assert metal["Conv2dBackwardInput"] == ["conv-bwd-input-transpose"]
+    assert plain["Conv2dBackwardInput"] == ["conv-bwd-input-conv"]
+    assert metal["Conv2dBackwardWeight"] == plain["Conv2dBackwardWeight"] == ["conv-bwd-weight-im2col"]
