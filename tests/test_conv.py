@@ -115,7 +115,8 @@ def _feeds(graph: el.Graph, dtype: str = "f32") -> dict[str, np.ndarray]:
             for n in graph.nodes if n.op in ("Input", "Param")}
 
 
-@pytest.mark.parametrize("backend", ["cpu", "mlx", "metal", "tpu", str(BACKENDS_DIR / "conv_no_transpose.json")])
+@pytest.mark.parametrize("backend", ["cpu", "mlx", "metal", "tpu", "wgpu", str(BACKENDS_DIR / "conv_no_transpose.json"),
+                                     str(BACKENDS_DIR / "conv_neither.json")])
 @pytest.mark.parametrize("case", CASES[:3])
 def test_the_gradients_lower_legally_and_correctly(backend: str, case: tuple[Any, ...]) -> None:
     graph = conv_step(case)
@@ -125,6 +126,7 @@ def test_the_gradients_lower_legally_and_correctly(backend: str, case: tuple[Any
     counts = result.graph.op_counts()
     assert ("Conv2dBackwardInput" in counts) == target.runs("Conv2dBackwardInput")
     assert ("Conv2dBackwardWeight" in counts) == target.runs("Conv2dBackwardWeight")
+    assert ("Conv2d" in counts) == target.runs("Conv2d")
     assert_lowering_matches(graph, result.graph, _feeds(graph))
 
 
@@ -177,19 +179,24 @@ def test_a_graph_with_a_convolution_is_written_as_version_2() -> None:
     assert el.Graph.from_json(conv_step(CASES[0]).to_json()).to_dict()["version"] == 2
 
 
-def _chosen_rules(backend: str) -> dict[str, list[str]]:
+def _chosen(backend: str) -> dict[str, dict[str, Any]]:
+    """The chosen alternative per rewritten node of explore's report, by op."""
     report = el.explore(conv_step(CASES[1]), el.load_backend(backend)).report()
     out = {}
     for choice in report["choices"]:
         chosen = [a for a in choice["alternatives"] if a["chosen"]]
         assert len(chosen) == 1 and chosen[0]["legal"]
-        out[choice["op"]] = chosen[0]["rules"]
+        out[choice["op"]] = chosen[0]
     return out
 
 
 def test_the_explore_report_shows_each_backends_choice_per_convolution() -> None:
-    metal = _chosen_rules("metal")
-    plain = _chosen_rules(str(BACKENDS_DIR / "conv_no_transpose.json"))
-    assert metal["Conv2dBackwardInput"] == ["conv-bwd-input-transpose"]
-    assert plain["Conv2dBackwardInput"] == ["conv-bwd-input-conv"]
-    assert metal["Conv2dBackwardWeight"] == plain["Conv2dBackwardWeight"] == ["conv-bwd-weight-im2col"]
+    metal = _chosen("metal")
+    plain = _chosen(str(BACKENDS_DIR / "conv_no_transpose.json"))
+    neither = _chosen(str(BACKENDS_DIR / "conv_neither.json"))
+    assert metal["Conv2dBackwardInput"]["rules"] == ["conv-bwd-input-transpose"]
+    assert plain["Conv2dBackwardInput"]["rules"] == ["conv-bwd-input-conv"]
+    assert {"Conv2dDilatePad", "MatMul"} <= set(neither["Conv2dBackwardInput"]["ops"])
+    assert neither["Conv2d"]["rules"] == ["conv-im2col"] and "Conv2d" not in metal and "Conv2d" not in plain
+    for chosen in (metal, plain, neither):
+        assert chosen["Conv2dBackwardWeight"]["rules"] == ["conv-bwd-weight-im2col"]

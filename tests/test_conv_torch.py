@@ -59,7 +59,7 @@ def _loss_step(model: nn.Module) -> Callable[..., Any]:
     return step
 
 
-@pytest.mark.parametrize("target", ["metal", "tpu", "mlx"])
+@pytest.mark.parametrize("target", ["metal", "wgpu", "tpu", "mlx"])
 @pytest.mark.parametrize(("make", "x_shape", "y_shape"), [(_cnn, (4, 3, 8, 8), (4, 5)), (_cnn1d, (4, 3, 21), (4, 2))])
 def test_cnn_training_step_matches_eager(target: str, make: Callable[[], nn.Module], x_shape: tuple[int, ...],
                                          y_shape: tuple[int, ...]) -> None:

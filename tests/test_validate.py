@@ -95,6 +95,9 @@ ALL_OPS = doc(
     node(48, "Conv2dFlipWeight", [41], [4, 3, 3, 2], F, {"groups": 2}),
     node(49, "Conv2dDilatePad", [42, 41], [2, 6, 7, 8], F,
          {"stride": [2, 1], "padding": [1, 0], "dilation": [1, 2], "input_shape": [2, 4, 5, 6]}),
+    node(50, "Conv2dColumns", [40, 41], [2, 2, 3, 12, 4], F, _CONV),
+    node(51, "Conv2dWeightMatrix", [41], [2, 1, 3, 12], F, {"groups": 2}),
+    node(52, "Conv2dMergeGroups", [50], [2, 24, 3, 4], F),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25], name="all ops",
 )
 

@@ -10,6 +10,9 @@
                                                                      axes swapped, the kernel turned 180 deg
     Conv2dDilatePad{stride, padding, dilation, input_shape}(dy, w)   dy spread out by the stride and padded
                                                                      to [N, O, H + d(KH-1), W + d(KW-1)]
+    Conv2dColumns{stride, padding, dilation, groups}(x, w)           the unfold as [N, G, OH, Cg*KH*KW, OW]
+    Conv2dWeightMatrix{groups}(w)                                    w as [G, 1, O/G, Cg*KH*KW]
+    Conv2dMergeGroups(t)                                             [N, G, OH, Og, OW] -> [N, G*Og, OH, OW]
 
 x is [N, C, H, W], w is [O, C/groups, KH, KW], and O and C are multiples of groups;
 stride, padding and dilation are [along H, along W] (padding symmetric, zeros).
@@ -23,7 +26,9 @@ conv_transpose2d with the output_padding that makes its output `output_shape`):
 it is the forward primitive a backend with a transposed-convolution kernel runs.
 Conv2dFlipWeight and Conv2dDilatePad are the two data movements that turn the
 input gradient into a plain Conv2d (rules/conv.py); Conv2dDilatePad reads only the
-shape of its `w` (the kernel size sets the padding), not its values.
+shape of its `w` (the kernel size sets the padding), not its values, and so does
+Conv2dColumns. The last three are the forward convolution as a batched MatMul, for
+a backend without a convolution kernel.
 Conv2dBackwardWeight's constructor also carries `kernel`, weight_shape's last two
 entries, which the im2col rule passes to Im2Col; it is no attribute.
 """
@@ -138,6 +143,27 @@ def _dilate_pad(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
     return (dy[0], dy[1], shape[2] + d[0] * (w[2] - 1), shape[3] + d[1] * (w[3] - 1)), float_dtype(ins)
 
 
+def _columns(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    x, w = ins[0][0], ins[1][0]
+    n, _, oh, ow = _out_shape(x, w, attrs)
+    g = attrs["groups"]
+    return (n, g, oh, w[1] * w[2] * w[3], ow), float_dtype(ins)
+
+
+def _weight_matrix(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    w, g = ins[0][0], attrs["groups"]
+    if len(w) != 4 or w[0] % g:
+        raise ValueError(f"w must be 4-D [O, C/groups, KH, KW] with O a multiple of groups {g}, got {show_shape(w)}")
+    return (g, 1, w[0] // g, w[1] * w[2] * w[3]), ins[0][1]
+
+
+def _merge_groups(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    t = ins[0][0]
+    if len(t) != 5:
+        raise ValueError(f"the input must be 5-D [N, G, OH, O/G, OW], got {show_shape(t)}")
+    return (t[0], t[1] * t[3], t[2], t[4]), ins[0][1]
+
+
 def _float(op: str, dtype: str) -> None:
     if dtype not in ("f64", "f32", "f16", "bf16"):
         raise LowerError(f"{op} needs a float dtype, not {dtype}")
@@ -179,6 +205,19 @@ def _op_dilate_pad(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | 
                         dtype)
 
 
+def _op_columns(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
+    w = np.shape(args[1])
+    return _round_float(convmath.columns(_f(args[0]), (w[2], w[3]), *_params(attrs)), dtype)
+
+
+def _op_weight_matrix(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
+    return _round_float(convmath.weight_matrix(_f(args[0]), int(attrs["groups"])), dtype)
+
+
+def _op_merge_groups(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
+    return _round_float(convmath.merge_groups(_f(args[0])), dtype)
+
+
 _FIELDS = (ints("stride"), ints("padding"), ints("dilation"), integer("groups"))
 _KERNEL = Field("kernel", STRING, lambda v, rank: ints_text(v[2:]), None, source="weight_shape")
 _SAMPLE = {"stride": [2, 1], "padding": [1, 0], "dilation": [1, 2], "groups": 2}
@@ -186,7 +225,7 @@ _X, _W, _DY = ((2, 4, 5, 6), "f32"), ((6, 2, 3, 2), "f32"), ((2, 6, 3, 4), "f32"
 
 OPS: tuple[OpDef, ...] = (
     OpDef("Conv2d", ("x", "w"), _COMMON, _conv, _op_conv,
-          (Ctor("Conv2d", "Conv2d", _FIELDS, 2, (head("Conv2d"),)),), domain=None, torch="conv2d",
+          (Ctor("Conv2d", "Conv2d", _FIELDS, 2, (head("Conv2d"),)),), domain="conv", torch="conv2d",
           sample=(_SAMPLE, (_X, _W))),
     OpDef("ConvTranspose2d", ("dy", "w"), _COMMON + (_shape4("output_shape"),), _backward_input("output_shape"),
           _input_grad("output_shape"),
@@ -203,6 +242,15 @@ OPS: tuple[OpDef, ...] = (
                 (head("Conv2dDilatePad"),)),), domain=None, torch="conv2d_dilate_pad",
           sample=({"stride": [2, 1], "padding": [1, 0], "dilation": [1, 2], "input_shape": list(_X[0])},
                   (_DY, _W))),
+    OpDef("Conv2dColumns", ("x", "w"), _COMMON, _columns, _op_columns,
+          (Ctor("Conv2dColumns", "Conv2dColumns", _FIELDS, 2, (head("Conv2dColumns"),)),), domain=None,
+          torch="conv2d_columns", sample=(_SAMPLE, (_X, _W))),
+    OpDef("Conv2dWeightMatrix", ("w",), _COMMON[3:], _weight_matrix, _op_weight_matrix,
+          (Ctor("Conv2dWeightMatrix", "Conv2dWeightMatrix", (integer("groups"),), 1, (head("Conv2dWeightMatrix"),)),),
+          domain=None, torch="conv2d_weight_matrix", sample=({"groups": 2}, (_W,))),
+    OpDef("Conv2dMergeGroups", ("t",), (), _merge_groups, _op_merge_groups,
+          (Ctor("Conv2dMergeGroups", "Conv2dMergeGroups", (), 1, (head("Conv2dMergeGroups"),)),), domain=None,
+          torch="conv2d_merge_groups", sample=({}, (((2, 2, 3, 3, 4), "f32"),))),
 )
 
 BACKWARD: tuple[OpDef, ...] = (

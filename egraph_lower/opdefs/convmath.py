@@ -106,3 +106,22 @@ def dilate_pad(dy: np.ndarray, kernel: Pair, shape: Sequence[int], s: Pair, p: P
     keep = [(q >= 0) & (q < size[i]) for i, q in enumerate(pos)]
     out[:, :, pos[0][keep[0]][:, None], pos[1][keep[1]][None, :]] = dy[:, :, keep[0]][:, :, :, keep[1]]
     return out
+
+
+def columns(x: np.ndarray, kernel: Pair, s: Pair, p: Pair, d: Pair, g: int) -> np.ndarray:
+    """[N, G, OH, Cg*KH*KW, OW]: the unfold laid out for a MatMul per output row (rows in (c, kh, kw) order)."""
+    u = _grouped(unfold(x, kernel, s, p, d), g)  # n g c a b i j
+    n, _, cg, kh, kw, oh, ow = u.shape
+    return np.ascontiguousarray(u.reshape(n, g, cg * kh * kw, oh, ow).transpose(0, 1, 3, 2, 4))
+
+
+def weight_matrix(w: np.ndarray, g: int) -> np.ndarray:
+    """[G, 1, Og, Cg*KH*KW]: each group's filters as the rows of a matrix."""
+    o = w.shape[0]
+    return w.reshape(g, 1, o // g, -1)
+
+
+def merge_groups(t: np.ndarray) -> np.ndarray:
+    """[N, G, OH, Og, OW] -> [N, G*Og, OH, OW]."""
+    n, g, oh, og, ow = t.shape
+    return np.ascontiguousarray(t.transpose(0, 1, 3, 2, 4)).reshape(n, g * og, oh, ow)

@@ -126,7 +126,7 @@ def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray) -> np.ndarray:
             return np.sum(np.abs(f["dy"] * (f["x"] - f["mean"])), axis=0) / np.sqrt(f["var"] + BN_EPS)
         if label == "BnBwdBeta":
             return np.sum(np.abs(f["dy"]), axis=0)
-        if label in ("Conv2dBwdInput", "Conv2dBwdWeight"):  # a sum: its scale is the sum of |terms|
+        if label in ("Conv2d", "Conv2dBwdInput", "Conv2dBwdWeight"):  # a sum: its scale is the sum of |terms|
             return np.abs(eval_term(rule.lhs, {**env, **{k: np.abs(v) for k, v in f.items()}}, "f64"))
         scale = np.abs(ref)
         if "dy" in f:

@@ -15,6 +15,9 @@ x is multiplied only with the output channels of group g.
   and its channel axes swapped within each group:
   dx[c, h] = sum_{o, a} w[o, c, a] dy[o, (h + p - a d)/s]  (where s divides it)
            = sum_{o, a'} w[o, c, k-1-a'] z[o, h + a' d],  z[t] = dy[(t - d(k-1) + p)/s].
+- conv-im2col: the forward convolution as a batched MatMul: per sample, group and
+  output row, the group's filters [Og, Cg*KH*KW] times the unfolded input
+  [Cg*KH*KW, OW]; the [N, G, OH, Og, OW] result regrouped to [N, O, OH, OW].
 - conv-bwd-weight-im2col: grad_w[g*Og+o, (c,kh,kw)] = sum_n sum_l dy[n, g, o, l] u[n, g, (c,kh,kw), l],
   with u = Im2Col(x) [N, G, Cg*KH*KW, L] and dy flattened per group by an Im2Col
   with a 1x1 kernel ([N, G, Og, L], no arithmetic); the sum over l is a batched
@@ -34,6 +37,9 @@ RULES: tuple[Rule, ...] = (
     rule("conv-bwd-input-conv", "d conv / dx = conv(dilate_pad(dy), flip(w)), stride 1, no padding",
          "(Conv2dBackwardInput s p d g ishape dy w)",
          f"(Conv2d {_ONE} [0,0] d g (Conv2dDilatePad s p d ishape dy w) (Conv2dFlipWeight g w))", group="backward"),
+    rule("conv-im2col", "conv(x, w) = merge(w_matrix @ columns(x)), per sample, group and output row",
+         "(Conv2d s p d g x w)",
+         "(Conv2dMergeGroups (MatMul (Conv2dWeightMatrix g w) (Conv2dColumns s p d g x w)))", group="forward"),
     rule("conv-bwd-weight-im2col", "d conv / dw = sum_n dy_flat(n) im2col(x)(n)^T, per group",
          "(Conv2dBackwardWeight s p d g wshape k x dy)",
          f"(Reshape wshape (Reduce.Sum [0] 0 (MatMul (Im2Col {_ONE} {_ONE} [0,0] {_ONE} g dy) "

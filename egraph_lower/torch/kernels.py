@@ -302,5 +302,21 @@ def conv2d_dilate_pad(dy: Tensor, w: Tensor, stride: Sequence[int], padding: Seq
     return out
 
 
+def conv2d_columns(x: Tensor, w: Tensor, stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+                   groups: int) -> Tensor:
+    cols = im2col(x, w.shape[2:], stride, padding, dilation, groups)  # [N, G, R, OH*OW]
+    oh = (x.shape[2] + 2 * padding[0] - dilation[0] * (w.shape[2] - 1) - 1) // stride[0] + 1
+    return cols.reshape(cols.shape[0], groups, cols.shape[2], oh, -1).transpose(2, 3)
+
+
+def conv2d_weight_matrix(w: Tensor, groups: int) -> Tensor:
+    return w.reshape(groups, 1, w.shape[0] // groups, -1)
+
+
+def conv2d_merge_groups(t: Tensor) -> Tensor:
+    n, g, oh, og, ow = t.shape
+    return t.transpose(2, 3).reshape(n, g * og, oh, ow)
+
+
 # each op's function, as its declaration names it (`OpDef.torch`)
 KERNELS: dict[str, Callable[..., Any]] = {d.name: globals()[d.torch] for d in OPDEFS.values() if d.torch}
