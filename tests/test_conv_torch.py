@@ -106,3 +106,40 @@ def test_transposed_and_3d_convolutions_are_refused_with_a_reason() -> None:
              "rank-5")):
         with pytest.raises(elt.UnsupportedOp, match=why):
             elt.import_graph(make_fx(fn, pre_dispatch=False)(*args), args)
+
+
+def _one_node(op: str, ins: list[tuple[int, ...]], attrs: dict[str, Any]) -> el.Graph:
+    from egraph_lower.build import GraphBuilder
+
+    b = GraphBuilder(op)
+    ids = [b.input(f"in{i}", s, "f64") for i, s in enumerate(ins)]
+    return b.build([b.op(op, *ids, **attrs)])
+
+
+_A = {"stride": [2, 1], "padding": [1, 2], "dilation": [1, 2], "groups": 2}
+_P = {k: _A[k] for k in ("stride", "padding", "dilation")}
+_X, _W, _DY = (2, 4, 7, 6), (6, 2, 3, 2), (2, 6, 4, 8)
+
+
+@pytest.mark.parametrize(("op", "ins", "attrs"), [
+    ("Conv2d", [_X, _W], _A),
+    ("Conv2dBackwardInput", [_DY, _W], {**_A, "input_shape": list(_X)}),
+    ("Conv2dBackwardWeight", [_X, _DY], {**_A, "weight_shape": list(_W)}),
+    ("ConvTranspose2d", [_DY, _W], {**_A, "output_shape": list(_X)}),
+    ("Im2Col", [_X], {**_A, "kernel": [3, 2]}),
+    ("Conv2dFlipWeight", [_W], {"groups": 2}),
+    ("Conv2dDilatePad", [_DY, _W], {**_P, "input_shape": list(_X)}),
+    ("Conv2dColumns", [_X, _W], _A),
+    ("Conv2dWeightMatrix", [_W], {"groups": 2}),
+    ("Conv2dMergeGroups", [(2, 2, 3, 4, 5)], {}),
+])
+def test_exported_convolution_ops_match_the_evaluator_in_float64(op: str, ins: list[tuple[int, ...]],
+                                                                  attrs: dict[str, Any]) -> None:
+    import numpy as np
+
+    graph = _one_node(op, ins, attrs)
+    rng = np.random.default_rng(0)
+    feeds = {f"in{i}": rng.standard_normal(s) for i, s in enumerate(ins)}
+    want = el.evaluate(graph, feeds)[0]
+    got = elt.export_graph(graph)(*(torch.from_numpy(feeds[f"in{i}"]) for i in range(len(ins))))[0]
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
