@@ -154,10 +154,10 @@ def _inp(nid: int, shape: list[int], dtype: str = "f32") -> dict[str, Any]:
 def test_a_pooling_document_needs_version_2() -> None:
     pool = {"id": 1, "op": "AvgPool2d", "attrs": {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0]},
             "inputs": [0], "shape": [1, 1, 2, 2], "dtype": "f32"}
-    graph = el.Graph.from_json(_document([_inp(0, [1, 1, 4, 4]), pool]))
+    graph = el.from_json(_document([_inp(0, [1, 1, 4, 4]), pool]))
     assert required_version(graph.nodes) == 2
     with pytest.raises(GraphError, match="node 1"):
-        el.Graph.from_json(_document([_inp(0, [1, 1, 4, 4]), pool], version=1))
+        el.from_json(_document([_inp(0, [1, 1, 4, 4]), pool], version=1))
 
 
 @pytest.mark.parametrize("attrs, shape, words", [
@@ -168,7 +168,7 @@ def test_a_pooling_document_needs_version_2() -> None:
 def test_bad_pooling_nodes_are_refused_in_one_line(attrs: dict[str, Any], shape: list[int], words: str) -> None:
     node = {"id": 1, "op": "MaxPool2d", "attrs": attrs, "inputs": [0], "shape": shape, "dtype": "f32"}
     with pytest.raises(GraphError) as e:
-        el.Graph.from_json(_document([_inp(0, [1, 1, 4, 4]), node]))
+        el.from_json(_document([_inp(0, [1, 1, 4, 4]), node]))
     message = str(e.value)
     assert "\n" not in message and "node 1" in message and words in message
 
@@ -178,7 +178,7 @@ def test_max_pool_backward_needs_i64_indices() -> None:
             "attrs": {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1],
                       "input_shape": [1, 1, 4, 4]}}
     with pytest.raises(GraphError, match="node 2.*i64"):
-        el.Graph.from_json(_document([_inp(0, [1, 1, 2, 2]), _inp(1, [1, 1, 2, 2], "f32"), node]))
+        el.from_json(_document([_inp(0, [1, 1, 2, 2]), _inp(1, [1, 1, 2, 2], "f32"), node]))
 
 
 def _max_backward_graph(shape: tuple[int, ...], attrs: dict[str, Any]) -> el.Graph:

@@ -66,6 +66,7 @@ GOOD = one("Binary", [X48, X48], [4, 8], attrs={"op": "Add"})
 
 POOL = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1]}
 POOL_AVG = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0]}
+_CONV = {"stride": [2, 1], "padding": [1, 0], "dilation": [1, 2], "groups": 2}  # convolution nodes of ALL_OPS
 # A valid document with every op of the format.
 ALL_OPS = doc(
     inp(0, [2, 3]), node(1, "Param", (), [3], F, {"name": "g"}, name="gamma"), inp(2, [3], name="b"),
@@ -138,6 +139,18 @@ ALL_OPS = doc(
     node(72, "MaxPool2dOneHot", [66, 65], [4, 1, 1, 2, 2], F, {"part": "Row", "input_shape": [1, 1, 4, 4]}),
     node(73, "PoolWeights", [67], [2, 4], F, {**POOL_AVG, "axis": 0, "input_shape": [1, 1, 4, 4]}),
     node(74, "AdaptivePoolWeights", [68], [3, 4], F, {"axis": 1, "input_shape": [1, 1, 4, 4]}),
+    inp(89, [2, 4, 5, 6], name="cx"), inp(90, [6, 2, 3, 2], name="cw"), inp(91, [2, 6, 3, 4], name="cdy"),
+    node(92, "Conv2d", [89, 90], [2, 6, 3, 4], F, _CONV),
+    node(93, "Conv2dBackwardInput", [91, 90], [2, 4, 5, 6], F, {**_CONV, "input_shape": [2, 4, 5, 6]}),
+    node(94, "Conv2dBackwardWeight", [89, 91], [6, 2, 3, 2], F, {**_CONV, "weight_shape": [6, 2, 3, 2]}),
+    node(95, "ConvTranspose2d", [91, 90], [2, 4, 5, 6], F, {**_CONV, "output_shape": [2, 4, 5, 6]}),
+    node(96, "Im2Col", [89], [2, 2, 12, 12], F, {**_CONV, "kernel": [3, 2]}),
+    node(97, "Conv2dFlipWeight", [90], [4, 3, 3, 2], F, {"groups": 2}),
+    node(98, "Conv2dDilatePad", [91, 90], [2, 6, 7, 8], F,
+         {"stride": [2, 1], "padding": [1, 0], "dilation": [1, 2], "input_shape": [2, 4, 5, 6]}),
+    node(99, "Conv2dColumns", [89, 90], [2, 2, 3, 12, 4], F, _CONV),
+    node(100, "Conv2dWeightMatrix", [90], [2, 1, 3, 12], F, {"groups": 2}),
+    node(101, "Conv2dMergeGroups", [99], [2, 24, 3, 4], F),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74],
     name="all ops",
 )

@@ -6,7 +6,8 @@
 an add). A broadcast scalar operand is one element, so it costs next to nothing;
 a fused backward kernel reads x and dy and writes one tensor, so it beats any
 chain of elementwise kernels that each read and write a tensor of that size.
-Reshape and Expand move no data: a fixed small `view` cost.
+Reshape and Expand move no data: a fixed small `view` cost. A convolution (or one of
+its gradients) is priced like the MatMul it amounts to: 2 * dy elements * (C/groups) KH KW.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ Meta = tuple[tuple[int, ...], "str | None"]
 # Work per output element, by op and kind: 1 is an add.
 CHEAP_KINDS = frozenset({"Relu", "Neg", "Abs", "Sign", "Round", "Floor", "Ceil"})
 TRANSCENDENTAL_KINDS = frozenset({"Exp", "Log", "Sqrt", "Rsqrt", "Recip", "Sigmoid", "Tanh", "Sin", "Cos"})
+CONV_OPS = frozenset({"Conv2d", "ConvTranspose2d", "Conv2dBackwardInput", "Conv2dBackwardWeight"})
 BINARY_WEIGHT = {"Add": 1.0, "Sub": 1.0, "Mul": 1.0, "Max": 1.0, "Min": 1.0, "Div": 2.0, "Pow": 8.0}
 
 
@@ -75,6 +77,11 @@ class CostModel:
             work = 2.0 * out_elems * k
         elif op == "Reduce":
             work = float(math.prod(inputs[0][0]))
+        elif op in CONV_OPS:  # a multiply-add per dy (output) element and weight tap of its group
+            dy, w = (inputs[0][0], inputs[1][0]) if op != "Conv2dBackwardWeight" else (inputs[1][0], out[0])
+            if op == "Conv2d":
+                dy = out[0]
+            work = 2.0 * math.prod(dy) * math.prod(w[1:])
         else:
             work = out_elems * self.weight(op, kind)
         return self.launch + self.byte * moved + self.flop * work

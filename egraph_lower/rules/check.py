@@ -143,6 +143,8 @@ def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray, dtype: str) -> n
             return np.maximum(np.maximum(np.abs(ref), np.abs(f["dy"])), terms)
         if label in SCALES:
             return SCALES[label](f)
+        if label in ("Conv2d", "Conv2dBwdInput", "Conv2dBwdWeight"):  # a sum: its scale is the sum of |terms|
+            return np.abs(eval_term(rule.lhs, {**env, **{k: np.abs(v) for k, v in f.items()}}, "f64"))
         if label in _LINEAR_IN_DY:  # sums of dy terms: the op itself applied to |dy|
             return np.abs(eval_term(rule.lhs, {**env, "dy": np.abs(f["dy"])}, "f64"))
         scale = np.abs(ref)

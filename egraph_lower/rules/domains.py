@@ -308,6 +308,25 @@ def _pool_domain(rule: Rule, dtype: str) -> dict[str, object]:
     return env
 
 
+def _conv_domain(rule: Rule, dtype: str) -> dict[str, object]:
+    """One grouped, strided, padded and dilated convolution (G = 2, stride [2,1], padding [1,2], dilation
+    [1,2]: taps in the padding, and input rows no tap reads): x, w, dy of mixed magnitudes (1e-3 to 1e2,
+    both signs, some exact zeros: a channel of x and a sample of dy that are all 0)."""
+    rng = np.random.default_rng(3)
+
+    def values(shape: tuple[int, ...]) -> np.ndarray:
+        return rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 3, size=shape)
+
+    x, w, dy = values((2, 4, 7, 6)), values((6, 2, 3, 2)), values((2, 6, 4, 8))
+    x[:, 1] = 0.0
+    dy[1] = 0.0
+    env: dict[str, object] = {"s": "[2,1]", "p": "[1,2]", "d": "[1,2]", "g": 2, "ishape": "[2,4,7,6]",
+                              "wshape": "[6,2,3,2]", "k": "[3,2]"}
+    for name, v in (("x", x), ("w", w), ("dy", dy)):
+        env[name] = _round(v, dtype)
+    return env
+
+
 def _variables(rule: Rule) -> set[str]:
     return variables(rule.lhs)
 
@@ -429,6 +448,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "bntrain": _bntrain_domain,
     "maxpool": _pool_domain,
     "avgpool": _pool_domain,
+    "conv": _conv_domain,
 }
 
 

@@ -339,3 +339,4 @@ from . import aten_index  # noqa: E402,F401  (registers dropout, gather/scatter_
 from . import aten_norm  # noqa: E402,F401  (registers layer norm and batch norm)
 from . import aten_acts  # noqa: E402,F401  (registers the parametrised activations, slicing and cat)
 from . import aten_pool  # noqa: E402,F401  (registers max, average and adaptive pooling)
+from . import aten_conv  # noqa: E402,F401  (registers convolution and its backward)

@@ -1,0 +1,202 @@
+"""The convolution family (opdefs/conv.py, rules/conv.py): meaning, gradients, validation, lowering.
+
+The gradients are checked three independent ways: against float64 central finite
+differences of the evaluator's Conv2d, against torch's own kernels in float64, and
+(through every backend's lowering) against the ops left in place on cpu.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import egraph_lower as el
+from egraph_lower.build import GraphBuilder
+from egraph_lower.errors import GraphError
+from egraph_lower.evaluate import apply
+from support import assert_lowering_matches
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+BACKENDS_DIR = Path(__file__).parent / "backends_conv"
+
+# (x shape, w shape, stride, padding, dilation, groups): plain, strided, padded past the kernel,
+# dilated, grouped, depthwise, 1-D as height 1, a stride that skips input rows
+CASES = [
+    ((2, 3, 6, 5), (4, 3, 3, 3), [1, 1], [0, 0], [1, 1], 1),
+    ((2, 4, 7, 6), (6, 2, 3, 2), [2, 1], [1, 2], [1, 2], 2),
+    ((1, 4, 8, 8), (4, 1, 3, 3), [2, 2], [1, 1], [1, 1], 4),
+    ((2, 3, 1, 9), (5, 3, 1, 3), [1, 2], [0, 1], [1, 2], 1),
+    ((1, 2, 9, 7), (2, 2, 2, 2), [3, 3], [3, 0], [2, 1], 1),
+    ((2, 6, 5, 5), (3, 2, 1, 1), [1, 1], [0, 0], [1, 1], 3),
+]
+
+
+def _attrs(case: tuple[Any, ...]) -> dict[str, Any]:
+    return {"stride": case[2], "padding": case[3], "dilation": case[4], "groups": case[5]}
+
+
+def _arrays(case: tuple[Any, ...], seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x, w = rng.standard_normal(case[0]), rng.standard_normal(case[1])
+    y = apply("Conv2d", _attrs(case), [x, w], "f64")
+    return x, w, rng.standard_normal(y.shape)
+
+
+def _grads(case: tuple[Any, ...], x: np.ndarray, w: np.ndarray, dy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a = _attrs(case)
+    dx = apply("Conv2dBackwardInput", {**a, "input_shape": list(x.shape)}, [dy, w], "f64")
+    dw = apply("Conv2dBackwardWeight", {**a, "weight_shape": list(w.shape)}, [x, dy], "f64")
+    return dx, dw
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_gradients_match_float64_finite_differences(case: tuple[Any, ...]) -> None:
+    x, w, dy = _arrays(case)
+    dx, dw = _grads(case, x, w, dy)
+    rng = np.random.default_rng(1)
+
+    def loss(xv: np.ndarray, wv: np.ndarray) -> float:
+        return float(np.sum(apply("Conv2d", _attrs(case), [xv, wv], "f64") * dy))
+
+    h = 1e-6
+    for arr, grad, which in ((x, dx, 0), (w, dw, 1)):
+        for _ in range(6):
+            i = tuple(int(rng.integers(n)) for n in arr.shape)
+            e = np.zeros_like(arr)
+            e[i] = h
+            args = [(x + e, w), (x - e, w)] if which == 0 else [(x, w + e), (x, w - e)]
+            fd = (loss(*args[0]) - loss(*args[1])) / (2 * h)
+            assert abs(fd - grad[i]) <= 1e-6 * max(1.0, abs(fd)), (which, i, fd, grad[i])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_transposed_convolution_is_the_input_gradient(case: tuple[Any, ...]) -> None:
+    x, w, dy = _arrays(case)
+    dx, _ = _grads(case, x, w, dy)
+    got = apply("ConvTranspose2d", {**_attrs(case), "output_shape": list(x.shape)}, [dy, w], "f64")
+    np.testing.assert_array_equal(got, dx)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+@pytest.mark.parametrize("case", CASES)
+def test_evaluator_agrees_with_torch_in_float64(case: tuple[Any, ...]) -> None:
+    import torch
+
+    x, w, dy = _arrays(case)
+    xt, wt = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    yt = torch.nn.functional.conv2d(xt, wt, None, case[2], case[3], case[4], case[5])
+    yt.backward(torch.tensor(dy))
+    y = apply("Conv2d", _attrs(case), [x, w], "f64")
+    dx, dw = _grads(case, x, w, dy)
+    assert xt.grad is not None and wt.grad is not None
+    for got, want in ((y, yt.detach()), (dx, xt.grad), (dw, wt.grad)):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def conv_step(case: tuple[Any, ...], dtype: str = "f32") -> el.Graph:
+    b = GraphBuilder("conv_step")
+    a = _attrs(case)
+    x, w = b.input("x", case[0], dtype), b.param("w", case[1], dtype)
+    y = b.op("Conv2d", x, w, **a)
+    dy = b.input("dy", b.meta(y)[0], dtype)
+    dx = b.op("Conv2dBackwardInput", dy, w, input_shape=list(case[0]), **a)
+    dw = b.op("Conv2dBackwardWeight", x, dy, weight_shape=list(case[1]), **a)
+    db = b.reduce("Sum", dy, [0, 2, 3])
+    return b.build([y, dx, dw, db])
+
+
+def _feeds(graph: el.Graph, dtype: str = "f32") -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(5)
+    return {n.attrs["name"]: apply("Cast", {"to": dtype}, [rng.standard_normal(n.shape)], dtype)
+            for n in graph.nodes if n.op in ("Input", "Param")}
+
+
+@pytest.mark.parametrize("backend", ["cpu", "mlx", "metal", "tpu", "wgpu", str(BACKENDS_DIR / "conv_no_transpose.json"),
+                                     str(BACKENDS_DIR / "conv_neither.json")])
+@pytest.mark.parametrize("case", CASES[:3])
+def test_the_gradients_lower_legally_and_correctly(backend: str, case: tuple[Any, ...]) -> None:
+    graph = conv_step(case)
+    target = el.load_backend(backend)
+    result = el.lower(graph, target)
+    assert all(target.runs_node(n) for n in result.graph.nodes)
+    counts = result.graph.op_counts()
+    assert ("Conv2dBackwardInput" in counts) == target.runs("Conv2dBackwardInput")
+    assert ("Conv2dBackwardWeight" in counts) == target.runs("Conv2dBackwardWeight")
+    assert ("Conv2d" in counts) == target.runs("Conv2d")
+    assert_lowering_matches(graph, result.graph, _feeds(graph))
+
+
+def test_backends_with_and_without_a_transposed_convolution_choose_differently() -> None:
+    graph = conv_step(CASES[1])
+    metal = el.lower(graph, "metal").graph.op_counts()
+    plain = el.lower(graph, el.load_backend(str(BACKENDS_DIR / "conv_no_transpose.json"))).graph.op_counts()
+    assert "ConvTranspose2d" in metal and "Conv2dDilatePad" not in metal
+    assert "ConvTranspose2d" not in plain and "Conv2dDilatePad" in plain and plain["Conv2d"] == 2
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "f64"])
+def test_expansions_in_other_dtypes(dtype: str) -> None:
+    graph = conv_step(CASES[1], dtype)
+    backend = el.load_backend(str(BACKENDS_DIR / "conv_no_transpose.json"))
+    assert_lowering_matches(graph, el.lower(graph, backend).graph, _feeds(graph, dtype))
+
+
+def _doc(op: str, ins: list[list[int]], shape: list[int], attrs: dict[str, Any]) -> dict[str, Any]:
+    nodes = [{"id": i, "op": "Input", "attrs": {"name": f"in{i}"}, "inputs": [], "shape": s, "dtype": "f32"}
+             for i, s in enumerate(ins)]
+    nodes.append({"id": 9, "op": op, "attrs": attrs, "inputs": list(range(len(ins))), "shape": shape,
+                  "dtype": "f32"})
+    return {"format": "egraph-lower/graph", "version": 2, "outputs": [9], "nodes": nodes}
+
+
+_A = {"stride": [1, 1], "padding": [0, 0], "dilation": [1, 1], "groups": 1}
+
+
+@pytest.mark.parametrize(("op", "ins", "shape", "attrs", "words"), [
+    ("Conv2d", [[1, 3, 5, 5], [4, 2, 3, 3]], [1, 4, 3, 3], _A, "needs 2 input channels"),
+    ("Conv2d", [[1, 4, 5, 5], [3, 2, 3, 3]], [1, 3, 3, 3], {**_A, "groups": 2}, "multiples of groups 2"),
+    ("Conv2d", [[1, 3, 2, 2], [4, 3, 3, 3]], [1, 4, 0, 0], _A, "does not fit"),
+    ("Conv2d", [[1, 3, 5, 5], [4, 3, 3, 3]], [1, 4, 3, 3], {**_A, "stride": [0, 1]}, "stride"),
+    ("Conv2d", [[1, 3, 5, 5], [4, 3, 3, 3]], [1, 4, 3, 3], {**_A, "padding": [1]}, "padding"),
+    ("Conv2d", [[3, 5, 5], [4, 3, 3, 3]], [1, 4, 3, 3], _A, "4-D"),
+    ("Conv2dBackwardInput", [[1, 4, 2, 3], [4, 3, 3, 3]], [1, 3, 5, 5], {**_A, "input_shape": [1, 3, 5, 5]},
+     "dy has shape"),
+    ("Conv2dBackwardWeight", [[1, 3, 5, 5], [1, 4, 3, 3]], [4, 3, 3], {**_A, "weight_shape": [4, 3, 3]},
+     "4 entries"),
+])
+def test_bad_convolution_nodes_are_refused_in_one_line(op: str, ins: list[list[int]], shape: list[int],
+                                                        attrs: dict[str, Any], words: str) -> None:
+    with pytest.raises(GraphError, match=words) as e:
+        el.validated(el.from_dict(_doc(op, ins, shape, attrs)))
+    assert str(e.value).startswith("node 9") and "\n" not in str(e.value)
+
+
+def test_a_graph_with_a_convolution_is_written_as_version_2() -> None:
+    assert el.from_json(conv_step(CASES[0]).to_json()).to_dict()["version"] == 2
+
+
+def _chosen(backend: str) -> dict[str, dict[str, Any]]:
+    """The chosen alternative per rewritten node of explore's report, by op."""
+    report = el.explore(conv_step(CASES[1]), el.load_backend(backend)).report()
+    out = {}
+    for choice in report["choices"]:
+        chosen = [a for a in choice["alternatives"] if a["chosen"]]
+        assert len(chosen) == 1 and chosen[0]["legal"]
+        out[choice["op"]] = chosen[0]
+    return out
+
+
+def test_the_explore_report_shows_each_backends_choice_per_convolution() -> None:
+    metal = _chosen("metal")
+    plain = _chosen(str(BACKENDS_DIR / "conv_no_transpose.json"))
+    neither = _chosen(str(BACKENDS_DIR / "conv_neither.json"))
+    assert metal["Conv2dBackwardInput"]["rules"] == ["conv-bwd-input-transpose"]
+    assert plain["Conv2dBackwardInput"]["rules"] == ["conv-bwd-input-conv"]
+    assert {"Conv2dDilatePad", "MatMul"} <= set(neither["Conv2dBackwardInput"]["ops"])
+    assert neither["Conv2d"]["rules"] == ["conv-im2col"] and "Conv2d" not in metal and "Conv2d" not in plain
+    for chosen in (metal, plain, neither):
+        assert chosen["Conv2dBackwardWeight"]["rules"] == ["conv-bwd-weight-im2col"]

@@ -1,0 +1,145 @@
+"""The convolution family through torch: aten's convolution / convolution_backward imported one to one,
+training steps of small CNNs compiled for backends without convolution gradient kernels."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import torch.nn as nn  # noqa: E402
+
+import egraph_lower as el  # noqa: E402
+import egraph_lower.torch as elt  # noqa: E402
+from egraph_lower.ops import BACKWARD_OPS  # noqa: E402
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo() -> Any:
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _cnn(seed: int = 0) -> nn.Module:
+    """Conv2d + ReLU twice (the second grouped and strided), a depthwise one, then Linear."""
+    torch.manual_seed(seed)
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2), nn.ReLU(),
+        nn.Conv2d(8, 8, 3, padding=2, dilation=2, groups=8, bias=False), nn.ReLU(),
+        nn.Flatten(), nn.Linear(8 * 4 * 4, 5))
+
+
+def _cnn1d(seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Conv1d(3, 6, 3, stride=2, padding=1), nn.ReLU(),
+                         nn.Conv1d(6, 6, 2, dilation=2, groups=3), nn.ReLU(), nn.Flatten(), nn.Linear(6 * 9, 2))
+
+
+def _train(model: nn.Module, step_fn: Callable[..., Any], x: Any, y: Any, steps: int = 2) -> list[list[Any]]:
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    grads = []
+    for _ in range(steps):
+        opt.zero_grad()
+        step_fn(x, y)
+        grads.append([p.grad.detach().clone() for p in model.parameters()])
+        opt.step()
+    return grads
+
+
+def _loss_step(model: nn.Module) -> Callable[..., Any]:
+    def step(x: Any, y: Any) -> Any:
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        return loss
+    return step
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu", "tpu", "mlx"])
+@pytest.mark.parametrize(("make", "x_shape", "y_shape"), [(_cnn, (4, 3, 8, 8), (4, 5)), (_cnn1d, (4, 3, 21), (4, 2))])
+def test_cnn_training_step_matches_eager(target: str, make: Callable[[], nn.Module], x_shape: tuple[int, ...],
+                                         y_shape: tuple[int, ...]) -> None:
+    eager = make()
+    compiled = copy.deepcopy(eager)
+    torch.manual_seed(1)
+    x, y = torch.randn(*x_shape), torch.randn(*y_shape)
+    record: list[el.Graph] = []
+    be = elt.backend(target, record=record, strict=True)
+    got = _train(compiled, torch.compile(_loss_step(compiled), backend=be, dynamic=False), x, y)
+    want = _train(eager, _loss_step(eager), x, y)
+    for g_step, w_step in zip(got, want):
+        for g, w in zip(g_step, w_step):
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+    assert be.unlowered_ops == {}, be.summary()
+    backend = el.load_backend(target)
+    for graph in record:
+        assert all(backend.runs_node(n) for n in graph.nodes), graph.name
+        assert not [n for n in graph.nodes if n.op in BACKWARD_OPS and not backend.runs(n.op)]
+        assert not [n for n in graph.nodes if n.op.startswith("Conv2dBackward")]
+
+
+def test_convolution_backward_is_imported_one_to_one() -> None:
+    record: list[el.Graph] = []
+    imported: list[el.Graph] = []
+    be = elt.backend("cpu", record=record, strict=True)
+    model = _cnn()
+    step = torch.compile(_loss_step(model), backend=be, dynamic=False)
+    step(torch.randn(2, 3, 8, 8), torch.randn(2, 5))
+    imported = [g for g in record if any(n.op.startswith("Conv2dBackward") for n in g.nodes)]
+    assert imported, be.summary()
+    ops = [n.op for g in imported for n in g.nodes]
+    # the first convolution's input gradient is not needed (output_mask): three weight gradients, two input
+    assert ops.count("Conv2dBackwardWeight") == 3 and ops.count("Conv2dBackwardInput") == 2
+
+
+def test_transposed_and_3d_convolutions_are_refused_with_a_reason() -> None:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    for fn, args, why in (
+            (lambda x, w: torch.nn.functional.conv_transpose2d(x, w), (torch.randn(1, 2, 4, 4), torch.randn(2, 2, 3, 3)),
+             "transposed convolution"),
+            (lambda x, w: torch.nn.functional.conv3d(x, w), (torch.randn(1, 2, 4, 4, 4), torch.randn(2, 2, 3, 3, 3)),
+             "rank-5")):
+        with pytest.raises(elt.UnsupportedOp, match=why):
+            elt.import_graph(make_fx(fn, pre_dispatch=False)(*args), args)
+
+
+def _one_node(op: str, ins: list[tuple[int, ...]], attrs: dict[str, Any]) -> el.Graph:
+    from egraph_lower.build import GraphBuilder
+
+    b = GraphBuilder(op)
+    ids = [b.input(f"in{i}", s, "f64") for i, s in enumerate(ins)]
+    return b.build([b.op(op, *ids, **attrs)])
+
+
+_A = {"stride": [2, 1], "padding": [1, 2], "dilation": [1, 2], "groups": 2}
+_P = {k: _A[k] for k in ("stride", "padding", "dilation")}
+_X, _W, _DY = (2, 4, 7, 6), (6, 2, 3, 2), (2, 6, 4, 8)
+
+
+@pytest.mark.parametrize(("op", "ins", "attrs"), [
+    ("Conv2d", [_X, _W], _A),
+    ("Conv2dBackwardInput", [_DY, _W], {**_A, "input_shape": list(_X)}),
+    ("Conv2dBackwardWeight", [_X, _DY], {**_A, "weight_shape": list(_W)}),
+    ("ConvTranspose2d", [_DY, _W], {**_A, "output_shape": list(_X)}),
+    ("Im2Col", [_X], {**_A, "kernel": [3, 2]}),
+    ("Conv2dFlipWeight", [_W], {"groups": 2}),
+    ("Conv2dDilatePad", [_DY, _W], {**_P, "input_shape": list(_X)}),
+    ("Conv2dColumns", [_X, _W], _A),
+    ("Conv2dWeightMatrix", [_W], {"groups": 2}),
+    ("Conv2dMergeGroups", [(2, 2, 3, 4, 5)], {}),
+])
+def test_exported_convolution_ops_match_the_evaluator_in_float64(op: str, ins: list[tuple[int, ...]],
+                                                                  attrs: dict[str, Any]) -> None:
+    import numpy as np
+
+    graph = _one_node(op, ins, attrs)
+    rng = np.random.default_rng(0)
+    feeds = {f"in{i}": rng.standard_normal(s) for i, s in enumerate(ins)}
+    want = el.evaluate(graph, feeds)[0]
+    got = elt.export_graph(graph)(*(torch.from_numpy(feeds[f"in{i}"]) for i in range(len(ins))))[0]
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
