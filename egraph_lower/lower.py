@@ -155,7 +155,9 @@ def saturate_graph(
     given = graph
     if graph.nodes and max(n.id for n in graph.nodes) >= I64_IDS:
         graph = dense_ids(graph)
-    egraph = load(graph, rules)
+    # f16/bf16 expansions in float32 unless every target computes in the low precision
+    native = all(b.half_precision_math == "native" for b in targets)
+    egraph = load(graph, rules, half_math="native" if native else "float32")
     t1 = time.perf_counter()
     sat = saturate(egraph, limits, progress, count_eclasses, first_growth(graph, rules))
     t = tables.read(egraph)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..egraph.language import LEAF, SCALAR, decode
+from ..egraph.language import LEAF, SCALAR, decode, plain
 from ..egraph.tables import Tables, group, representatives
 from ..errors import IllegalGraphError
 from ..graph import Graph
@@ -35,7 +35,7 @@ class Decoded:
                 hit = ("Constant", {"value": fields[0]}, None)
             else:
                 op, attrs = decode(ctor, fields)
-                hit = (op, attrs, fields[0] if ctor in _KIND_CTORS else None)
+                hit = (op, attrs, fields[0] if plain(ctor) in _KIND_CTORS else None)
             self._cache[key] = hit
         return hit
 
