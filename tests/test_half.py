@@ -13,7 +13,7 @@ from egraph_lower.backends import BackendError, from_dict
 from egraph_lower.build import GraphBuilder
 from egraph_lower.dtypes import to_numpy
 from egraph_lower.ops import ACTIVATION_KINDS, OUTPUT_FORM_KINDS
-from egraph_lower.rules.check import HALF_MARGIN, check, format_table
+from egraph_lower.rules.check import HALF_MARGIN, CheckResult, check, format_table
 from egraph_lower.rules import ALL_RULES
 
 HALF = ("f16", "bf16")
@@ -132,3 +132,9 @@ def test_rule_check_reports_the_f32_computation_per_half_dtype() -> None:
     assert all(r.via_f32 is None or r.via_f32 <= r.fused + HALF_MARGIN for r in results)
     table = format_table(results)
     assert "f16 via f32" in table and "bf16 via f32" in table
+
+
+def test_an_expansion_worse_in_f32_than_the_fused_op_fails() -> None:
+    r = CheckResult("r", "f16", 1.0, {}, 0.5, 32.0, 10, via_f32=0.5 + 2 * HALF_MARGIN)
+    assert not r.ok and "f32" in r.failure
+    assert CheckResult("r", "f16", 1.0, {}, 0.5, 32.0, 10, via_f32=0.5 + HALF_MARGIN / 2).ok
