@@ -138,3 +138,35 @@ def test_an_expansion_worse_in_f32_than_the_fused_op_fails() -> None:
     r = CheckResult("r", "f16", 1.0, {}, 0.5, 32.0, 10, via_f32=0.5 + 2 * HALF_MARGIN)
     assert not r.ok and "f32" in r.failure
     assert CheckResult("r", "f16", 1.0, {}, 0.5, 32.0, 10, via_f32=0.5 + HALF_MARGIN / 2).ok
+
+
+def norm_error(got: np.ndarray, ref: np.ndarray, dtype: str) -> float:
+    """Worst |got - ref| in eps(dtype), relative to the largest |ref| (a reduction's measure)."""
+    got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
+    return float(np.max(np.abs(got - ref)) / max(float(np.max(np.abs(ref))), 2.0 ** -14) / EPS[dtype])
+
+
+def norm_graph(dtype: str) -> el.Graph:
+    b = GraphBuilder(f"norm_{dtype}")
+    x, dy = b.input("x", (16, 8), dtype), b.input("dy", (16, 8), dtype)
+    gamma, beta = b.param("gamma", (8,), dtype), b.param("beta", (8,), dtype)
+    mean, var = b.param("mean", (8,), dtype), b.param("var", (8,), dtype)
+    y = b.op("Softmax", x, axis=-1)
+    return b.build([b.batch_norm(x, gamma, beta, mean, var), b.bn_backward_input(x, gamma, mean, var, dy),
+                    b.bn_backward_gamma(x, mean, var, dy), b.bn_backward_beta(dy), y,
+                    b.op("SoftmaxBackward", y, dy, axis=-1)])
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_batch_norm_and_softmax_ops_are_no_worse_than_the_fused_ops(dtype: str) -> None:
+    rng = np.random.default_rng(3)
+    values = {"x": rng.normal(size=(16, 8)) * 3, "dy": rng.normal(size=(16, 8)), "gamma": rng.uniform(0.5, 2, 8),
+              "beta": rng.normal(size=8), "mean": rng.normal(size=8), "var": rng.uniform(0.2, 3, 8)}
+    f = {k: v.astype(to_numpy(dtype)) for k, v in values.items()}
+    graph = norm_graph(dtype)
+    ref = el.evaluate(norm_graph("f64"), {k: v.astype(np.float64) for k, v in f.items()})
+    fused = el.evaluate(graph, f)
+    for backend in ("metal", "wgpu"):
+        lowered = el.evaluate(el.lower(graph, backend).graph, f)
+        for lo, fu, r in zip(lowered, fused, ref):
+            assert norm_error(lo, r, dtype) <= norm_error(fu, r, dtype) + HALF_MARGIN
