@@ -1,6 +1,6 @@
 """Half precision in torch: every activation kind and every activation backward op the torch
-backend maps, lowered for wgpu (which lacks every backward kernel and 13 activation kinds) and
-run in f16 and bf16, is no further from a float64 reference than PyTorch's eager kernel, plus
+backend maps, lowered for wgpu (which lacks every backward kernel and 13 activation kinds; the
+backward ops for metal too) and run in f16 and bf16, is no further from a float64 reference than PyTorch's eager kernel, plus
 HALF_MARGIN ulp of the largest reference value. Inputs are PyTorch's OpInfo samples where the
 op has them (flattened: the ops are elementwise), with awkward points added."""
 
@@ -107,15 +107,15 @@ def _error(got: Any, ref: Any) -> float:
     return float(diff.max())
 
 
-def _lowered(fn: Callable[..., Any], *args: Any) -> Any:
+def _lowered(fn: Callable[..., Any], target: str, *args: Any) -> Any:
     gm = make_fx(fn, tracing_mode="fake")(*args)
     imported = elt.import_graph(gm)
-    result = el.lower(imported.graph, "wgpu")
+    result = el.lower(imported.graph, target)
     return gm, elt.export_graph(result.graph, imported.signature)
 
 
-def _check(name: str, fn: Callable[..., Any], dtype: Any, *args: Any) -> None:
-    gm, module = _lowered(fn, *args)
+def _check(name: str, fn: Callable[..., Any], dtype: Any, target: str, *args: Any) -> None:
+    gm, module = _lowered(fn, target, *args)
     eager, got = gm(*args), module(*args)
     ref = fn(*(a.double() for a in args))
     eps = torch.finfo(dtype).eps
@@ -131,18 +131,19 @@ def _check(name: str, fn: Callable[..., Any], dtype: Any, *args: Any) -> None:
 @pytest.mark.parametrize("name", UNARY)
 def test_activation_kinds_are_no_worse_than_eager(name: str, dtype: Any) -> None:
     opinfo, op, positive = UNARY[name]
-    _check(name, lambda x: (op(x),), dtype, _samples(opinfo, positive, dtype))
+    _check(name, lambda x: (op(x),), dtype, "wgpu", _samples(opinfo, positive, dtype))
 
 
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("name", BACKWARD)
-def test_backward_ops_are_no_worse_than_eager(name: str, dtype: Any) -> None:
+def test_backward_ops_are_no_worse_than_eager(name: str, dtype: Any, target: str) -> None:
     forward, grad = BACKWARD[name]
     opinfo, op, positive = UNARY[forward]
     x = _samples(opinfo, positive, dtype)
     torch.manual_seed(0)
     dy = torch.randn(x.shape).to(dtype)
-    _check(name, lambda x, dy: (grad(x, op(x), dy),), dtype, x, dy)
+    _check(name, lambda x, dy: (grad(x, op(x), dy),), dtype, target, x, dy)
 
 
 # mapped backward ops this file does not cover yet (not activation gradients; see the report)
