@@ -121,8 +121,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
         print(format_table(results))
         failed = [res for res in results if not res.ok]
         for res in failed:
-            print(f"{PROG}: rule {res.rule} fails its check in {res.dtype}: worst error {res.worst:.3g} eps, "
-                  f"bound {res.bound:.3g}", file=sys.stderr)
+            print(f"{PROG}: rule {res.rule} fails its check in {res.dtype}: {res.failure}", file=sys.stderr)
         return 1 if failed else 0
     width = max(len(r.name) for r in ALL_RULES)
     for r in ALL_RULES:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .dtypes import round_to
-from .egraph.language import LEAF, SCALAR, encode
+from .egraph.language import LEAF, SCALAR, TWINS, encode
 from .egraph.tables import MAX_ARITY, Tables
 from .extract import ClassMetas, Decoded, Extraction, distinct_rows
 from .extract.walks import post_order
@@ -51,7 +51,7 @@ def is_own(t: Tables, n: int, node: Node, graph: Graph) -> bool:
         return t.ctor[n] == LEAF and t.fields[n][0] == node.id
     first = graph.by_id[node.inputs[0]].shape if node.inputs else ()
     ctor, fields = encode(node, len(first), first)
-    return t.ctor[n] == ctor and t.fields[n] == fields and t.children[n] == tuple(t.ref[i] for i in node.inputs)
+    return t.ctor[n] in (ctor, TWINS.get(ctor)) and t.fields[n] == fields and t.children[n] == tuple(t.ref[i] for i in node.inputs)
 
 
 def to_graph(
@@ -83,7 +83,8 @@ class _NotChildrenFirst(Exception):
 
 def _own_sigs(t: Tables, graph: Graph, origin: list[Node]) -> np.ndarray:
     """Per original node in `origin`: the signature of its own e-node (-1 if it has none).
-    A leaf's own e-node is `Leaf <its id>`; any other's, `encode`d from its op and attributes."""
+    A leaf's own e-node is `Leaf <its id>`; any other's, `encode`d from its op and attributes
+    (or that constructor's kernel-only twin, for a half-precision node: `egraph/load.py`)."""
     sig_ids = {key: i for i, key in enumerate(t.sigs)}
     by_id = graph.by_id
     out = np.empty(len(origin), dtype=np.int64)
@@ -95,7 +96,11 @@ def _own_sigs(t: Tables, graph: Graph, origin: list[Node]) -> np.ndarray:
         first = by_id[node.inputs[0]].shape if node.inputs else ()
         key = (node.op, attrs_key(node.attrs), first)
         if key not in cache or key[1] is None:
-            cache[key] = sig_ids.get(encode(node, len(first), first), -1)
+            ctor, fields = encode(node, len(first), first)
+            own = sig_ids.get((ctor, fields), -1)
+            if own < 0 and ctor in TWINS:
+                own = sig_ids.get((TWINS[ctor], fields), -1)
+            cache[key] = own
         out[i] = cache[key]
     return out
 

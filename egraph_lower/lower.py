@@ -16,7 +16,7 @@ from . import rules as rules_mod
 from .backends import Backend
 from .convert import to_graph
 from .egraph import tables
-from .egraph.load import I64_IDS, dense_ids, load
+from .egraph.load import I64_IDS, dense_ids, label, load
 from .egraph.tables import Tables
 from .egraph.saturate import FLAGS, Iteration, Limits, Saturation, first_growth, saturate
 from .errors import IllegalGraphError, LowerError
@@ -149,13 +149,15 @@ def saturate_graph(
 ) -> Saturated:
     """Stages load and saturate, with the rules that the targets need (capability gating)."""
     missing = frozenset().union(*(b.missing for b in targets))
-    rules = rules_mod.select(missing)
+    rules = rules_mod.select(missing, present={label(n.op, n.attrs) for n in graph.nodes})
     t0 = time.perf_counter()
     check_load(len(graph.nodes))
     given = graph
     if graph.nodes and max(n.id for n in graph.nodes) >= I64_IDS:
         graph = dense_ids(graph)
-    egraph = load(graph, rules)
+    # f16/bf16 expansions in float32 unless every target computes in the low precision
+    native = all(b.half_precision_math == "native" for b in targets)
+    egraph = load(graph, rules, half_math="native" if native else "float32")
     t1 = time.perf_counter()
     sat = saturate(egraph, limits, progress, count_eclasses, first_growth(graph, rules))
     t = tables.read(egraph)

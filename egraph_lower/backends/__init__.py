@@ -6,6 +6,9 @@ A backend is a JSON document (the built-in ones sit beside this file):
      "ops": ["Input", "Binary", "Activation", ...],       format ops it runs
      "activation_kinds": "all" | ["Relu", ...],          kinds of Activation it runs
      "backward_kinds": "all" | ["Relu", ...],            kinds of ActivationBackward (if in ops)
+     "half_precision_math": "float32" | "native",        optional, default "float32": whether an
+                                                         f16/bf16 expansion computes in float32 and
+                                                         rounds once (as PyTorch) or in the low dtype
      "cost": {"launch": 6.0, "byte": 2e-05, "flop": 3e-06, "view": 0.1,
               "weights": {"Activation.Erf": 12}}}       optional work per element overrides
 
@@ -34,7 +37,8 @@ from ..reading import BACKEND_BYTES, read_text
 from .cost import CostModel
 
 BUILTIN = ("cpu", "mlx", "metal", "tpu", "wgpu")
-_KEYS = {"name", "description", "ops", "activation_kinds", "backward_kinds", "cost"}
+_KEYS = {"name", "description", "ops", "activation_kinds", "backward_kinds", "cost", "half_precision_math"}
+HALF_PRECISION_MATH = ("float32", "native")
 _COST_KEYS = {"launch", "byte", "flop", "view", "weights"}
 _KINDED = tuple(name for name, d in OPDEFS.items() if d.kinded)  # Activation, ActivationBackward
 # A bound on every cost number. A node moves at most 7 tensors of 2**62 elements of 8 bytes
@@ -56,6 +60,7 @@ class Backend:
     activation_kinds: frozenset[str]
     backward_kinds: frozenset[str]
     cost: CostModel
+    half_precision_math: str = "float32"  # one of HALF_PRECISION_MATH
 
     def runs(self, op: str, kind: str | None = None) -> bool:
         """Whether a kernel exists for `op` (of `kind`, for the ops whose kinds backends list)."""
@@ -159,6 +164,10 @@ def from_dict(doc: Any, where: str = "file") -> Backend:
         weights={str(k): _number(v, f"weights.{k}", name) for k, v in weights.items()},
     )
     description = _string(doc, "description", name, 10 * MAX_NAME, empty=True)
+    half_math = doc.get("half_precision_math", "float32")
+    if half_math not in HALF_PRECISION_MATH:
+        raise BackendError(f"backend {name}: half_precision_math must be \"float32\" or \"native\","
+                           f" not {_short(half_math)}")
     return Backend(
         name=name,
         description=description,
@@ -166,6 +175,7 @@ def from_dict(doc: Any, where: str = "file") -> Backend:
         activation_kinds=_kinds(doc.get("activation_kinds", []), name),
         backward_kinds=_kinds(doc.get("backward_kinds", []), name),
         cost=model,
+        half_precision_math=half_math,
     )
 
 

@@ -11,11 +11,18 @@ Two constructors are not format ops:
             find the classes of its nodes again (never extracted);
 - `Scalar v` a literal broadcast scalar; its dtype is that of the op using it.
 And `Leaf i` stands for an original `Input`, `Param` or `Constant` node, copied as is.
+
+Kernel-only twins: every constructor of an op that some rule may rewrite away (its
+declaration names a checker `domain`) has a twin, `<name>Kernel`, with the same fields and
+children, that decodes to the same format op and that no rule matches. A half-precision
+node is loaded as its twin (the backend's kernel, run in the low precision) next to the
+op computed in float32 and rounded once (`egraph/load.py`); the rules expand only the latter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..graph import Node
@@ -23,9 +30,15 @@ from ..opdefs import CTORS as _CTORS
 from ..opdefs import OPDEFS
 from ..opdefs.base import WHOLE, Ctor, Field, OpDef, same
 
-__all__ = ["Ctor", "CTORS", "LEAF", "SCALAR", "REF", "declarations", "encode", "decode"]
+__all__ = ["Ctor", "CTORS", "LEAF", "SCALAR", "REF", "TWINS", "declarations", "encode", "decode", "plain"]
 
-CTORS: dict[str, Ctor] = _CTORS
+TWIN_SUFFIX = "Kernel"
+# plain constructor -> its kernel-only twin, for the ops some rule may rewrite away
+TWINS: dict[str, str] = {c.name: c.name + TWIN_SUFFIX for d in OPDEFS.values() if d.domain is not None
+                         for c in d.ctors}
+_PLAIN: dict[str, str] = {twin: name for name, twin in TWINS.items()}
+CTORS: dict[str, Ctor] = {**_CTORS, **{twin: replace(_CTORS[name], name=twin, heads=())
+                                       for name, twin in TWINS.items()}}
 LEAF, SCALAR, REF = "Leaf", "Scalar", "Ref"
 
 
@@ -149,3 +162,8 @@ def decode(ctor: str, fields: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
             attrs[f.name] = f.decode(value)
     attrs.update((k, v) for k, v in c.implies if v is not None)  # None: the attribute is absent
     return c.op, attrs
+
+
+def plain(ctor: str) -> str:
+    """The constructor the rules match for `ctor` (itself unless a kernel-only twin)."""
+    return _PLAIN.get(ctor, ctor)

@@ -5,6 +5,15 @@ in a relation per constructor, written as a tab-separated file and read with
 egglog's `input`; one rule per relation then builds the e-node and unions it
 with `(Ref id)`, so inputs are found by id without nested terms or per-node
 commands (both cost seconds and gigabytes at a real model's size).
+
+Half precision: a node of dtype f16 or bf16 that one of the rules given can rewrite away is
+loaded, unless the targets compute in the low precision (`half_math="native"`), as two
+members of its e-class: its kernel-only twin (`language.TWINS`: the backend's own kernel,
+which no rule expands) and `Cast{to: f16}(op(Cast{to: f32}(x), ...))`, the op computed in
+float32 and rounded once, as PyTorch's kernels do. Only the f16/bf16 inputs are cast (a bool
+mask, an int index or an f32 input is passed as it is). The rules expand the inner op, so
+every expansion computes in float32; extraction picks the twin where the backend runs the op.
+Other nodes load as they always did.
 """
 
 from __future__ import annotations
@@ -12,7 +21,7 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -21,23 +30,34 @@ from egglog import bindings
 
 from ..errors import LowerError
 from ..graph import Graph, new_node
+from ..opdefs import OPDEFS
 from ..ops import LEAF_OPS
 from ..rules.dsl import Rule
-from .language import CTORS, LEAF, REF, declarations, encode
+from .language import CTORS, LEAF, REF, TWINS, declarations, encode
 
 LOAD, LOWER = "load", "lower"
+HALF_DTYPES = ("f16", "bf16")
+HALF_MATH = ("float32", "native")  # how targets compute an f16/bf16 op (backends' `half_precision_math`)
+_HALF = "Half_"  # prefix of a half-precision relation: Half_<ctor>_<which inputs are cast, as 0/1>
 
 
 def _relation(ctor: str) -> str:
     return f"Node{ctor}"
 
 
-def program(rules: Sequence[Rule]) -> str:
-    """Declarations, the loading relations and rules, and the lowering rules, as egglog text."""
+def program(rules: Sequence[Rule], loaded: Collection[str] | None = None) -> str:
+    """Declarations, the loading relations and rules, and the lowering rules, as egglog text.
+
+    `loaded`: the constructors a graph's rows use (None: every one). Only those get a loading
+    relation and rule: egglog sets up every relation and rule it is given (about 1.4 MB for a
+    loading pair, 3 MB for a lowering rule, measured), so a program for all of them costs
+    hundreds of megabytes before the first row."""
     parts = [declarations(), f"(ruleset {LOAD})", f"(ruleset {LOWER})"]
     parts.append(f"(relation {_relation(LEAF)} (i64))")
     parts.append(f"(rule (({_relation(LEAF)} i)) ((union ({REF} i) ({LEAF} i))) :ruleset {LOAD} :name \"load-leaf\")")
     for c in CTORS.values():
+        if loaded is not None and c.name not in loaded:
+            continue
         names = [f"f{k}" for k in range(len(c.fields))] + [f"c{k}" for k in range(c.arity)]
         sorts = [f.sort for f in c.fields] + ["i64"] * c.arity
         parts.append(f"(relation {_relation(c.name)} (i64 {' '.join(sorts)}))")
@@ -69,10 +89,30 @@ def dense_ids(graph: Graph) -> Graph:
     return Graph(nodes, [index[o] for o in graph.outputs], graph.name)
 
 
-def rows(graph: Graph) -> dict[str, list[str]]:
-    """TSV lines per relation (ids below 2**63: see `dense_ids` for others)."""
+def _half_program(relation: str) -> str:
+    """The declaration and loading rule of one half-precision relation (see the module docstring)."""
+    ctor, mask = relation[len(_HALF):].rsplit("_", 1)
+    c = CTORS[ctor]
+    names = [f"f{k}" for k in range(len(c.fields))] + [f"c{k}" for k in range(c.arity)]
+    sorts = ["String"] + [f.sort for f in c.fields] + ["i64"] * c.arity
+    kids = [f'(Cast "f32" ({REF} c{k}))' if m == "1" else f"({REF} c{k})" for k, m in enumerate(mask)]
+    term = " ".join([f"f{k}" for k in range(len(c.fields))] + kids)
+    return (f"(relation {_relation(relation)} (i64 {' '.join(sorts)}))\n"
+            f"(rule (({_relation(relation)} i dt {' '.join(names)})) ((union ({REF} i) (Cast dt ({c.name} {term}))))"
+            f" :ruleset {LOAD} :name \"load-{relation}\")")
+
+
+def label(op: str, attrs: Any) -> str:
+    """A node's label as rules and backends name ops: `Activation.Erf`, `ReluBackward`."""
+    return f"{op}.{attrs.get('kind')}" if OPDEFS[op].kinded else op
+
+
+def rows(graph: Graph, rules: Sequence[Rule] = (), half_math: str = "float32") -> dict[str, list[str]]:
+    """TSV lines per relation (ids below 2**63: see `dense_ids` for others): per constructor,
+    and for the f16/bf16 nodes that `rules` rewrite, per half-precision relation (module docstring)."""
     out: dict[str, list[str]] = {}
     by_id = graph.by_id
+    lowered = {r.lowers for r in rules} if half_math == "float32" else set()
     for node in graph.nodes:
         if node.op in LEAF_OPS:
             out.setdefault(LEAF, []).append(str(node.id))
@@ -80,6 +120,10 @@ def rows(graph: Graph) -> dict[str, list[str]]:
         first = by_id[node.inputs[0]].shape if node.inputs else ()
         ctor, fields = encode(node, len(first), first)
         cells = [str(node.id), *(_cell(f) for f in fields), *(str(i) for i in node.inputs)]
+        if node.dtype in HALF_DTYPES and ctor in TWINS and label(node.op, node.attrs) in lowered:
+            mask = "".join("1" if by_id[i].dtype in HALF_DTYPES else "0" for i in node.inputs)
+            out.setdefault(f"{_HALF}{ctor}_{mask}", []).append("\t".join([cells[0], node.dtype, *cells[1:]]))
+            ctor = TWINS[ctor]
         out.setdefault(ctor, []).append("\t".join(cells))
     return out
 
@@ -91,20 +135,27 @@ def _parsed(text: str) -> list[Any]:
     return bindings.EGraph().parse_program(text)
 
 
-def load(graph: Graph, rules: Sequence[Rule], workdir: str | None = None) -> bindings.EGraph:
-    """A fresh e-graph holding `graph` (one e-class per node, `(Ref id)` in it) and `rules`.
+def load(graph: Graph, rules: Sequence[Rule], workdir: str | None = None,
+         half_math: str = "float32") -> bindings.EGraph:
+    """A fresh e-graph holding `graph` (one e-class per node, `(Ref id)` in it) and `rules`;
+    f16/bf16 nodes as the module docstring says (`half_math`: one of `HALF_MATH`).
 
     The rows reach egglog's `input` as in-memory files (`memfd_create`, read through
     /proc/self/fd), so no file is left behind whatever ends the process; where that is not
     available (or with `workdir`), as files in a temporary directory removed on return."""
     if graph.nodes and max(n.id for n in graph.nodes) >= I64_IDS:
         raise LowerError("node ids from 2**63 on do not fit the e-graph's i64: load dense_ids(graph)")
+    if half_math not in HALF_MATH:
+        raise LowerError(f"half_math must be one of {', '.join(HALF_MATH)}, not {half_math!r}")
     egraph = bindings.EGraph()
-    egraph.run_program(*_parsed(program(rules)))
+    relations = rows(graph, rules, half_math)
+    text = program(rules, [r for r in relations if r != LEAF and not r.startswith(_HALF)])
+    half = [_half_program(r) for r in relations if r.startswith(_HALF)]
+    egraph.run_program(*_parsed(text + "\n".join(half) + "\n" if half else text))
     with ExitStack() as stack:
         commands = []
         tmp: str | None = None
-        for ctor, lines in rows(graph).items():
+        for ctor, lines in relations.items():
             data = ("\n".join(lines) + "\n").encode()
             path = _in_memory(data, ctor, stack) if workdir is None else None
             if path is None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..egraph.language import LEAF, SCALAR, decode
+from ..egraph.language import LEAF, SCALAR, decode, plain
 from ..egraph.tables import Tables, group, representatives
 from ..errors import IllegalGraphError
 from ..graph import Graph
@@ -36,7 +36,7 @@ class Decoded:
             else:
                 op, attrs = decode(ctor, fields)
                 # a parametrised kind's constructor implies its kind (attrs)
-                hit = (op, attrs, fields[0] if ctor in _KIND_CTORS else attrs.get("kind"))
+                hit = (op, attrs, fields[0] if plain(ctor) in _KIND_CTORS else attrs.get("kind"))
             self._cache[key] = hit
         return hit
 

@@ -32,17 +32,30 @@ _check_unique(ALL_RULES)
 BY_NAME: dict[str, Rule] = {r.name: r for r in ALL_RULES}
 
 
-def select(missing: frozenset[str] | None = None) -> tuple[Rule, ...]:
-    """The rules worth running for targets that lack the ops labelled in `missing`.
+def select(missing: frozenset[str] | None = None, present: Iterable[str] | None = None) -> tuple[Rule, ...]:
+    """The rules worth running for targets that lack the ops labelled in `missing`, on a graph whose
+    nodes carry the labels in `present` (`Activation.Erf`, `ReluBackward`, ...; None: any graph).
 
     Capability gating: a rule runs only when some target lacks what it rewrites
     away, so an op a backend runs natively is kept as it is (on `cpu` nothing is
     expanded); among the expansions of what it lacks, extraction picks by cost.
-    `missing=None` means every rule.
+    A rule whose left-hand side can never appear (its op is neither in the graph nor
+    built by another selected rule) is left out: it could not fire, and egglog sets up
+    every rule it is given. `missing=None` means every rule.
     """
-    if missing is None:
-        return ALL_RULES
-    return tuple(r for r in ALL_RULES if _lacks(r.lowers, missing))
+    wanted = ALL_RULES if missing is None else tuple(r for r in ALL_RULES if _lacks(r.lowers, missing))
+    if present is None:
+        return wanted
+    labels, chosen = set(present), set()
+    grew = True
+    while grew:
+        grew = False
+        for r in wanted:
+            if r.name not in chosen and r.lowers in labels:
+                chosen.add(r.name)
+                labels.update(r.needs)
+                grew = True
+    return tuple(r for r in wanted if r.name in chosen)
 
 
 def _lacks(label: str, missing: frozenset[str]) -> bool:

@@ -6,7 +6,8 @@ kinds are `opdefs/kinds.py`'s formulas, evaluated over `TorchOps`. The semantics
 evaluator (`egraph_lower.evaluate`): the spec's conventions where a derivative is not
 defined, `f'(nan) = nan` for every kind, integer Div truncating (x / 0 = 0), Cast
 truncating and saturating, Reduce over no axes the identity. Values are computed in
-the node's dtype (a backend's kernel would), not in float64 as the evaluator does.
+the node's dtype (a backend's kernel would), not in float64 as the evaluator does; the
+activation kernels of f16/bf16 compute in float32 and round once, as PyTorch's do.
 """
 
 from __future__ import annotations
@@ -89,13 +90,24 @@ def constant(value: Tensor, shape: Sequence[int]) -> Tensor:
     return value if tuple(value.shape) == tuple(shape) else value.expand(tuple(shape))
 
 
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _wide(t: Tensor) -> Tensor:
+    """f16/bf16 as f32: an activation kernel computes in float32 and rounds once, as PyTorch's do
+    (the formulas evaluated in the low dtype round every intermediate)."""
+    return t.float() if t.dtype in _HALF else t
+
+
 def activation(x: Tensor, kind: str, **params: float) -> Tensor:
-    return K.value(TorchOps(x), K.BY_NAME[kind], x, params)
+    w = _wide(x)
+    return K.value(TorchOps(w), K.BY_NAME[kind], w, params).to(x.dtype)
 
 
 def activation_backward(x: Tensor, dy: Tensor, kind: str, wrt: str = "input", **params: float) -> Tensor:
-    g = K.grad(TorchOps(x), K.BY_NAME[kind], x, output=wrt == "output", params=params)
-    return (dy * g).to(dy.dtype)
+    w = _wide(x)
+    g = K.grad(TorchOps(w), K.BY_NAME[kind], w, output=wrt == "output", params=params)
+    return (_wide(dy) * g).to(dy.dtype)
 
 
 def relu_backward(x: Tensor, dy: Tensor) -> Tensor:

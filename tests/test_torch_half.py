@@ -1,0 +1,163 @@
+"""Half precision in torch: every activation kind and every activation backward op the torch
+backend maps, lowered for wgpu (which lacks every backward kernel and 13 activation kinds; the
+backward ops for metal too) and run in f16 and bf16, is no further from a float64 reference than PyTorch's eager kernel, plus
+HALF_MARGIN ulp of the largest reference value. Inputs are PyTorch's OpInfo samples where the
+op has them (flattened: the ops are elementwise), with awkward points added."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
+
+import egraph_lower as el  # noqa: E402
+import egraph_lower.torch as elt  # noqa: E402
+from egraph_lower.rules.check import HALF_MARGIN  # noqa: E402
+from egraph_lower.torch.aten import HANDLERS  # noqa: E402
+
+A = torch.ops.aten
+F = torch.nn.functional
+DTYPES = (torch.float16, torch.bfloat16)
+AWKWARD = [0.0, -0.0, 1e-3, -1e-3, 0.5, -0.5, 1.0, -1.0, 2.9, 3.0, -3.0, -2.9, 6.0, -6.0, 10.0, -10.0, 20.0, 30.0]
+
+# forward aten op: (OpInfo name, the op on x, whether it takes only x > 0)
+UNARY: dict[str, tuple[str, Callable[[Any], Any], bool]] = {
+    "relu": ("nn.functional.relu", torch.relu, False),
+    "sigmoid": ("sigmoid", torch.sigmoid, False),
+    "tanh": ("tanh", torch.tanh, False),
+    "gelu": ("nn.functional.gelu", F.gelu, False),
+    "gelu_tanh": ("nn.functional.gelu", lambda x: F.gelu(x, approximate="tanh"), False),
+    "silu": ("nn.functional.silu", F.silu, False),
+    "elu": ("nn.functional.elu", F.elu, False),
+    "softplus": ("nn.functional.softplus", F.softplus, False),
+    "hardswish": ("nn.functional.hardswish", F.hardswish, False),
+    "hardsigmoid": ("nn.functional.hardsigmoid", F.hardsigmoid, False),
+    "mish": ("nn.functional.mish", F.mish, False),
+    "neg": ("neg", torch.neg, False),
+    "exp": ("exp", torch.exp, False),
+    "log": ("log", torch.log, True),
+    "sqrt": ("sqrt", torch.sqrt, True),
+    "rsqrt": ("rsqrt", torch.rsqrt, True),
+    "abs": ("abs", torch.abs, False),
+    "sin": ("sin", torch.sin, False),
+    "cos": ("cos", torch.cos, False),
+    "tan": ("tan", torch.tan, False),
+    "atan": ("atan", torch.atan, False),
+    "reciprocal": ("reciprocal", torch.reciprocal, True),
+    "round": ("round", torch.round, False),
+    "floor": ("floor", torch.floor, False),
+    "ceil": ("ceil", torch.ceil, False),
+    "sign": ("sign", torch.sign, False),
+    "erf": ("erf", torch.erf, False),
+}
+
+# backward aten op: (the forward it differentiates (a key of UNARY), the op on (x, y, dy))
+BACKWARD: dict[str, tuple[str, Callable[[Any, Any, Any], Any]]] = {
+    "threshold_backward": ("relu", lambda x, y, g: A.threshold_backward(g, x, 0)),
+    "sigmoid_backward": ("sigmoid", lambda x, y, g: A.sigmoid_backward(g, y)),
+    "tanh_backward": ("tanh", lambda x, y, g: A.tanh_backward(g, y)),
+    "gelu_backward": ("gelu", lambda x, y, g: A.gelu_backward(g, x)),
+    "gelu_backward_tanh": ("gelu_tanh", lambda x, y, g: A.gelu_backward(g, x, approximate="tanh")),
+    "silu_backward": ("silu", lambda x, y, g: A.silu_backward(g, x)),
+    "elu_backward": ("elu", lambda x, y, g: A.elu_backward(g, 1.0, 1, 1, False, x)),
+    "elu_backward_result": ("elu", lambda x, y, g: A.elu_backward(g, 1.0, 1, 1, True, y)),
+    "softplus_backward": ("softplus", lambda x, y, g: A.softplus_backward(g, x, 1.0, 20.0)),
+    "hardswish_backward": ("hardswish", lambda x, y, g: A.hardswish_backward(g, x)),
+    "hardsigmoid_backward": ("hardsigmoid", lambda x, y, g: A.hardsigmoid_backward(g, x)),
+    "mish_backward": ("mish", lambda x, y, g: A.mish_backward(g, x)),
+}
+
+
+def _op_db() -> Any:
+    """PyTorch's OpInfo table, or None where it cannot be imported (it needs the `expecttest` package)."""
+    try:
+        from torch.testing._internal.common_methods_invocations import op_db
+    except ImportError:
+        return None
+    return op_db
+
+
+OP_DB = _op_db()
+
+
+def _samples(opinfo: str, positive: bool, dtype: Any) -> Any:
+    """The OpInfo's sample inputs (default keyword arguments only) flattened into one tensor, or
+    without OpInfo a grid over [-12, 12] and normal samples; awkward points added."""
+    if OP_DB is not None:
+        op = next(o for o in OP_DB if o.name == opinfo)
+        values = [s.input.detach().flatten().float() for s in op.sample_inputs("cpu", dtype, requires_grad=False)
+                  if not s.kwargs and not s.args and s.input.numel()]
+    else:
+        torch.manual_seed(1)
+        values = [torch.linspace(-12.0, 12.0, 2001), 3.0 * torch.randn(2000)]
+    x = torch.cat(values + [torch.tensor(AWKWARD)])
+    if positive:
+        x = x.abs() + 0.01
+    return x.to(dtype)
+
+
+def _error(got: Any, ref: Any) -> float:
+    both_nan = torch.isnan(got.double()) & torch.isnan(ref)
+    diff = torch.where(both_nan | (got.double() == ref), torch.zeros_like(ref), (got.double() - ref).abs())
+    return float(diff.max())
+
+
+def _lowered(fn: Callable[..., Any], target: str, *args: Any) -> Any:
+    gm = make_fx(fn, tracing_mode="fake")(*args)
+    imported = elt.import_graph(gm)
+    result = el.lower(imported.graph, target)
+    return gm, elt.export_graph(result.graph, imported.signature)
+
+
+def _check(name: str, fn: Callable[..., Any], dtype: Any, target: str, *args: Any) -> None:
+    gm, module = _lowered(fn, target, *args)
+    eager, got = gm(*args), module(*args)
+    ref = fn(*(a.double() for a in args))
+    eps = torch.finfo(dtype).eps
+    for e, g, r in zip(eager, got, ref):
+        assert g.dtype == dtype
+        finite = r[torch.isfinite(r)]
+        margin = HALF_MARGIN * eps * max(1.0, float(finite.abs().max()) if finite.numel() else 1.0)
+        assert _error(g, r) <= _error(e, r) + margin, (
+            f"{name} {dtype}: lowered {_error(g, r):.3g} > eager {_error(e, r):.3g} + {margin:.2g}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", UNARY)
+def test_activation_kinds_are_no_worse_than_eager(name: str, dtype: Any) -> None:
+    opinfo, op, positive = UNARY[name]
+    _check(name, lambda x: (op(x),), dtype, "wgpu", _samples(opinfo, positive, dtype))
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", BACKWARD)
+def test_backward_ops_are_no_worse_than_eager(name: str, dtype: Any, target: str) -> None:
+    forward, grad = BACKWARD[name]
+    opinfo, op, positive = UNARY[forward]
+    x = _samples(opinfo, positive, dtype)
+    torch.manual_seed(0)
+    dy = torch.randn(x.shape).to(dtype)
+    _check(name, lambda x, dy: (grad(x, op(x), dy),), dtype, target, x, dy)
+
+
+# mapped backward ops this file does not cover yet (not activation gradients; see the report)
+NOT_COVERED = {"native_batch_norm_backward", "_softmax_backward_data", "_log_softmax_backward_data",
+               "mse_loss_backward",
+               # mapped by the families merged after this test was written: their f16/bf16 behaviour is
+               # covered by the f32 expansion at the lowering level (tests/test_half.py's loader tests),
+               # not yet against eager here
+               "_adaptive_avg_pool2d_backward", "avg_pool2d_backward", "convolution_backward",
+               "embedding_dense_backward", "hardtanh_backward", "leaky_relu_backward", "log_sigmoid_backward",
+               "max_pool2d_with_indices_backward", "native_dropout_backward", "native_layer_norm_backward",
+               "nll_loss2d_backward", "nll_loss_backward", "select_backward", "slice_backward"}
+
+
+def test_every_mapped_activation_backward_op_is_covered() -> None:
+    mapped = {k.split(".")[1] for k in HANDLERS if "backward" in k} - NOT_COVERED
+    assert mapped <= {grad.__code__.co_names[-1] for _, grad in BACKWARD.values()} | {"threshold_backward"}
