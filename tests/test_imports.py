@@ -8,12 +8,7 @@ module `P.name` when there is one (`from . import backends`), else `P` itself.
 Importing `P.Q` also runs `P`'s `__init__`, but that is the package around it, not
 an import B asked for, and does not count.
 
-Two edges that close cycles are known and left for now (`KNOWN`), each in code
-being reworked on another branch at the same time:
-- torch/aten.py imports aten_softmax, aten_index, aten_norm, aten_acts, aten_pool and aten_conv at its end so that their handlers
-- torch/importer.py looks up aten's handler table inside a function, and aten's
-  handlers build nodes through importer's Context.
-The test fails on any other cycle, and on a `KNOWN` edge that no longer exists.
+The test fails on any cycle, naming it (`KNOWN` lists edges to overlook: none).
 """
 
 from __future__ import annotations
@@ -24,15 +19,7 @@ from pathlib import Path
 import egraph_lower
 
 ROOT = Path(egraph_lower.__file__).parent
-KNOWN = {  # (importer, imported): see the docstring
-    ("egraph_lower.torch.aten", "egraph_lower.torch.aten_softmax"),
-    ("egraph_lower.torch.aten", "egraph_lower.torch.aten_index"),
-    ("egraph_lower.torch.aten", "egraph_lower.torch.aten_norm"),
-    ("egraph_lower.torch.aten", "egraph_lower.torch.aten_acts"),
-    ("egraph_lower.torch.aten", "egraph_lower.torch.aten_pool"),
-    ("egraph_lower.torch.aten", "egraph_lower.torch.aten_conv"),
-    ("egraph_lower.torch.importer", "egraph_lower.torch.aten"),
-}
+KNOWN: set[tuple[str, str]] = set()  # (importer, imported): none left
 
 
 def modules() -> dict[str, Path]:

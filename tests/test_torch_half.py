@@ -18,7 +18,7 @@ from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.rules.check import HALF_MARGIN  # noqa: E402
-from egraph_lower.torch.aten import HANDLERS  # noqa: E402
+from egraph_lower.torch.mappings import HANDLERS  # noqa: E402
 
 A = torch.ops.aten
 F = torch.nn.functional

@@ -27,20 +27,10 @@ from typing import Any
 import torch
 
 from ..dtypes import FLOAT_DTYPES
-from .importer import MAX_CONSTANT_ELEMENTS, Context
-
-Handler = Callable[[Context, dict[str, Any]], Any]
-HANDLERS: dict[str, Handler] = {}
+from .context import MAX_CONSTANT_ELEMENTS, Context
+from .registry import HANDLERS, Handler, handles
 
 
-
-def handles(*names: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        for n in names:
-            HANDLERS[f"aten.{n}"] = fn
-        return fn
-
-    return register
 
 
 # --------------------------------------------------------------------------- identity, casts, constants
@@ -333,10 +323,3 @@ def _addmm(ctx: Context, a: dict[str, Any]) -> int:
         bias = ctx.add("Binary", (bias, ctx.const(a["beta"], dt)), {"op": "Mul"})
     return ctx.add("Binary", (prod, bias), {"op": "Add"})
 
-
-from . import aten_softmax  # noqa: E402,F401  (registers softmax, log-softmax and mse_loss)
-from . import aten_index  # noqa: E402,F401  (registers dropout, gather/scatter_add, embedding and nll_loss)
-from . import aten_norm  # noqa: E402,F401  (registers layer norm and batch norm)
-from . import aten_acts  # noqa: E402,F401  (registers the parametrised activations, slicing and cat)
-from . import aten_pool  # noqa: E402,F401  (registers max, average and adaptive pooling)
-from . import aten_conv  # noqa: E402,F401  (registers convolution and its backward)

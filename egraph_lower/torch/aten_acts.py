@@ -37,8 +37,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..dtypes import FLOAT_DTYPES
-from .aten import _grad, handles
-from .importer import Context, Empty
+from .aten import _grad
+from .registry import handles
+from .context import Context, Empty
 
 _PRECISION = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .aten import handles
-from .importer import Context
+from .registry import handles
+from .context import Context
 
 
 def _params(ctx: Context, a: dict[str, Any], rank: int) -> dict[str, Any]:

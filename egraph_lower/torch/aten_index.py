@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .aten import handles
-from .importer import Context
+from .registry import handles
+from .context import Context
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 

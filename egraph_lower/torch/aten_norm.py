@@ -27,8 +27,8 @@ from typing import Any
 
 import torch
 
-from .aten import handles
-from .importer import Context, Empty
+from .registry import handles
+from .context import Context, Empty
 
 
 def _dtype(ctx: Context, *args: Any) -> str:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .aten import handles
-from .importer import Context
+from .registry import handles
+from .context import Context
 
 
 def _pair(ctx: Context, value: Any, what: str, default: list[int] | None = None) -> list[int]:

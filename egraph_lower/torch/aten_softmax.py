@@ -20,9 +20,9 @@ from typing import Any
 import torch
 
 from ..opdefs.mse import REDUCTIONS
-from .aten import handles
+from .registry import handles
 from .common import format_dtype
-from .importer import Context
+from .context import Context
 
 
 def _promoted(ctx: Context, *args: Any) -> str:

@@ -4,7 +4,7 @@
     imported.graph.to_json()
 
 Placeholders become `Input` nodes named by the placeholder; each `torch.ops.aten.*`
-call becomes the format ops with the same meaning (the table is `aten.HANDLERS`, the
+call becomes the format ops with the same meaning (the table is `registry.HANDLERS`, filled by `mappings.py`; the
 decisions are in `aten.py`'s docstring); `operator.getitem` picks from multi-result
 ops. Shapes and dtypes come from `node.meta['val']` (a FakeTensor); a graph without
 them can be given `example_inputs` to propagate them. An op with no mapping raises
@@ -13,7 +13,6 @@ them can be given `example_inputs` to propagate them. An op with no mapping rais
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -21,132 +20,11 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from ..build import GraphBuilder
-from ..dtypes import INT_DTYPES, round_to
-from ..errors import GraphError
 from ..document import validated
 from ..graph import Graph
-from .common import Imported, Mask, Signature, Slot, UnsupportedOp, format_dtype
+from .common import Imported, Signature, Slot
 
-MAX_CONSTANT_ELEMENTS = 1 << 16  # a get_attr tensor larger than this is refused (it would bloat the JSON)
-
-
-class Empty:
-    """A value the importer does not compute: a fresh empty tensor (eval-mode batch norm's statistics)."""
-
-    def __init__(self, shape: tuple[int, ...], dtype: str) -> None:
-        self.shape = shape
-        self.dtype = dtype
-
-
-Value = Any  # int (a node id) | Empty | tuple[Value, ...] | None
-
-
-def op_name(node: fx.Node) -> str:
-    """`aten.add.Tensor`, `operator.getitem`, `call_module fc` ...: how errors and summaries name a node."""
-    if node.op == "call_function":
-        t = node.target
-        if isinstance(t, torch._ops.OpOverload):
-            return str(t)
-        return f"{getattr(t, '__module__', '') or ''}.{getattr(t, '__name__', repr(t))}".lstrip(".")
-    return f"{node.op} {node.target}"
-
-
-class Context:
-    """The state of one import; handlers in `aten.py` build nodes through it."""
-
-    def __init__(self, name: str | None) -> None:
-        self.b = GraphBuilder(name)
-        self.env: dict[fx.Node, Value] = {}
-        self.node: fx.Node | None = None  # the FX node being mapped
-        self.masks: list[Mask] = []  # dropout masks the exported module draws, in graph order
-
-    # ---- errors
-    def refuse(self, reason: str) -> UnsupportedOp:
-        node = self.node
-        return UnsupportedOp(op_name(node) if node is not None else "?", reason, node.name if node else None)
-
-    # ---- metadata
-    def val(self, arg: Any) -> Any:
-        """The FakeTensor (or Python value) an argument stands for."""
-        if isinstance(arg, fx.Node):
-            if "val" not in arg.meta:
-                raise self.refuse(f"node {arg.name} has no meta['val'] (pass example_inputs to import_graph)")
-            return arg.meta["val"]
-        return arg
-
-    def meta_of(self, value: Any) -> tuple[tuple[int, ...], str]:
-        if not isinstance(value, torch.Tensor):
-            raise self.refuse(f"expected a tensor, got {type(value).__name__}")
-        shape = tuple(value.shape)
-        if not all(isinstance(d, int) for d in shape):
-            raise self.refuse(f"symbolic shape {list(value.shape)} (compile with dynamic=False)")
-        return shape, format_dtype(value.dtype, op_name(self.node) if self.node else "dtype",
-                                   self.node.name if self.node else None)
-
-    def out(self, index: int | None = None) -> tuple[tuple[int, ...], str]:
-        """Shape and format dtype of the current node's result (or of its `index`-th result)."""
-        assert self.node is not None
-        v = self.val(self.node)
-        return self.meta_of(v if index is None else v[index])
-
-    def out_dtype(self) -> str:
-        return self.out()[1]
-
-    # ---- values
-    def t(self, arg: Any) -> int:
-        """The node id of a tensor argument."""
-        if not isinstance(arg, fx.Node):
-            raise self.refuse(f"expected a tensor argument, got {arg!r}")
-        v = self.env.get(arg)
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise self.refuse(f"argument {arg.name} is not a tensor the graph computes")
-        return v
-
-    def shape(self, nid: int) -> tuple[int, ...]:
-        return self.b.nodes[nid].shape
-
-    def dtype(self, nid: int) -> str:
-        return self.b.nodes[nid].dtype
-
-    def scalar(self, value: Any) -> int | float | bool:
-        if isinstance(value, (bool, int, float)):
-            return value
-        raise self.refuse(f"expected a Python number, got {type(value).__name__}")
-
-    def const(self, value: Any, dtype: str, shape: Sequence[int] = ()) -> int:
-        """A Constant of `dtype` (a Python scalar is rounded to the dtype first, as torch does)."""
-        v = self.scalar(value)
-        if isinstance(v, float) and not math.isfinite(v):
-            raise self.refuse(f"constant {v} is not finite (the format's JSON holds finite numbers only)")
-        if dtype in INT_DTYPES and isinstance(v, float) and v != int(v):
-            raise self.refuse(f"constant {v} is not an integer ({dtype})")
-        return self.add("Constant", (), {"value": round_to(v, dtype)}, shape, dtype)
-
-    def cast(self, nid: int, dtype: str) -> int:
-        return nid if self.dtype(nid) == dtype else self.add("Cast", (nid,), {"to": dtype})
-
-    def expand(self, nid: int, shape: tuple[int, ...]) -> int:
-        return nid if self.shape(nid) == shape else self.add("Expand", (nid,), {"shape": list(shape)})
-
-    def operand(self, arg: Any, dtype: str) -> int:
-        """A tensor argument cast to `dtype`, or a Python number as a scalar Constant of `dtype`."""
-        if isinstance(arg, fx.Node):
-            return self.cast(self.t(arg), dtype)
-        return self.const(arg, dtype)
-
-    def dropout_mask(self, shape: tuple[int, ...], dtype: str, p: float) -> int:
-        """A bool Input the exported module draws as eager's dropout of a `dtype` tensor does (`Mask`)."""
-        name = f"{self.node.name if self.node else 'dropout'}.mask"
-        self.masks.append(Mask(name, shape, dtype, p))
-        return self.b.add("Input", (), {"name": name}, shape, "bool")
-
-    def add(self, op: str, inputs: Sequence[int] = (), attrs: dict[str, Any] | None = None,
-            shape: Sequence[int] | None = None, dtype: str | None = None) -> int:
-        try:
-            return self.b.add(op, inputs, attrs, shape, dtype, name=self.node.name if self.node else None)
-        except (ValueError, GraphError) as e:
-            raise self.refuse(f"{op}: {e}") from None
+from .context import Context, Empty
 
 
 def bind(node: fx.Node) -> dict[str, Any]:
@@ -184,7 +62,7 @@ def import_graph(gm: fx.GraphModule, example_inputs: Sequence[Any] | None = None
 def import_fx_graph(graph: fx.Graph, root: torch.nn.Module, name: str | None = None) -> Imported:
     """`import_graph` of an `fx.Graph` whose `get_attr` nodes name attributes of `root` (every node
     with its `meta['val']`): no GraphModule is made, so no Python code is generated for it."""
-    from .aten import HANDLERS, get_attr
+    from .mappings import HANDLERS, get_attr
 
     ctx = Context(name)
     placeholders: list[str] = []

@@ -22,7 +22,8 @@ import torch.fx as fx
 
 from ..graph import Graph, Node
 from .common import Signature, Slot, UnsupportedOp
-from .importer import Context, bind, op_name
+from .context import Context, op_name
+from .importer import bind
 
 
 @dataclass
@@ -35,7 +36,7 @@ class Segment:
 
 def probe(node: fx.Node) -> UnsupportedOp | None:
     """Why `node` alone cannot be mapped (None when it can): its tensor arguments stand in as Inputs."""
-    from .aten import HANDLERS
+    from .mappings import HANDLERS
 
     ctx = Context("probe")
     for arg in node.all_input_nodes:
