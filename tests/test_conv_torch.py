@@ -16,6 +16,11 @@ import torch.nn as nn  # noqa: E402
 import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.ops import BACKWARD_OPS  # noqa: E402
+from torch_steps import mse_step, train as train_at  # noqa: E402
+
+
+def train(model: nn.Module, step: Callable[..., Any], x: Any, y: Any) -> list[list[Any]]:
+    return train_at(model, step, x, y, lr=0.05)  # these models train with a smaller step
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo() -> Any:
@@ -40,23 +45,6 @@ def _cnn1d(seed: int = 0) -> nn.Module:
                          nn.Conv1d(6, 6, 2, dilation=2, groups=3), nn.ReLU(), nn.Flatten(), nn.Linear(6 * 9, 2))
 
 
-def _train(model: nn.Module, step_fn: Callable[..., Any], x: Any, y: Any, steps: int = 2) -> list[list[Any]]:
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    grads = []
-    for _ in range(steps):
-        opt.zero_grad()
-        step_fn(x, y)
-        grads.append([p.grad.detach().clone() for p in model.parameters()])
-        opt.step()
-    return grads
-
-
-def _loss_step(model: nn.Module) -> Callable[..., Any]:
-    def step(x: Any, y: Any) -> Any:
-        loss = ((model(x) - y) ** 2).mean()
-        loss.backward()
-        return loss
-    return step
 
 
 @pytest.mark.parametrize("target", ["metal", "wgpu", "tpu", "mlx"])
@@ -69,8 +57,8 @@ def test_cnn_training_step_matches_eager(target: str, make: Callable[[], nn.Modu
     x, y = torch.randn(*x_shape), torch.randn(*y_shape)
     record: list[el.Graph] = []
     be = elt.backend(target, record=record, strict=True)
-    got = _train(compiled, torch.compile(_loss_step(compiled), backend=be, dynamic=False), x, y)
-    want = _train(eager, _loss_step(eager), x, y)
+    got = train(compiled, torch.compile(mse_step(compiled), backend=be, dynamic=False), x, y)
+    want = train(eager, mse_step(eager), x, y)
     for g_step, w_step in zip(got, want):
         for g, w in zip(g_step, w_step):
             torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
@@ -87,7 +75,7 @@ def test_convolution_backward_is_imported_one_to_one() -> None:
     imported: list[el.Graph] = []
     be = elt.backend("cpu", record=record, strict=True)
     model = _cnn()
-    step = torch.compile(_loss_step(model), backend=be, dynamic=False)
+    step = torch.compile(mse_step(model), backend=be, dynamic=False)
     step(torch.randn(2, 3, 8, 8), torch.randn(2, 5))
     imported = [g for g in record if any(n.op.startswith("Conv2dBackward") for n in g.nodes)]
     assert imported, be.summary()

@@ -19,6 +19,11 @@ from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.evaluate import apply  # noqa: E402
+from torch_steps import mse_step, train as train_at  # noqa: E402
+
+
+def train(model: nn.Module, step: Callable[..., Any], x: Any, y: Any) -> list[list[Any]]:
+    return train_at(model, step, x, y, lr=0.05)  # these models train with a smaller step
 
 A = torch.ops.aten
 EPS = 1e-5
@@ -184,23 +189,6 @@ MODELS: dict[str, Callable[[], tuple[nn.Module, tuple[int, ...]]]] = {
 }
 
 
-def _train(model: nn.Module, step: Callable[..., Any], x: Any, y: Any) -> list[list[Any]]:
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    grads = []
-    for _ in range(2):
-        opt.zero_grad()
-        step(x, y)
-        grads.append([p.grad.detach().clone() for p in model.parameters()])
-        opt.step()
-    return grads
-
-
-def _loss_step(model: nn.Module) -> Callable[..., Any]:
-    def step(x: Any, y: Any) -> Any:
-        loss = ((model(x) - y) ** 2).mean()
-        loss.backward()
-        return loss
-    return step
 
 
 @pytest.mark.parametrize("target", ["metal", "wgpu"])
@@ -212,8 +200,8 @@ def test_training_step_matches_eager(name: str, target: str) -> None:
     x, y = torch.randn(shape), torch.randn(shape[0], 4)
     record: list[el.Graph] = []
     be = elt.backend(target, record=record, strict=True)  # strict: an aten op left unmapped fails the import
-    got = _train(compiled, torch.compile(_loss_step(compiled), backend=be, dynamic=False), x, y)
-    want = _train(eager, _loss_step(eager), x, y)
+    got = train(compiled, torch.compile(mse_step(compiled), backend=be, dynamic=False), x, y)
+    want = train(eager, mse_step(eager), x, y)
     for g_step, w_step in zip(got, want):
         for g, w in zip(g_step, w_step):
             torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
@@ -247,8 +235,8 @@ def test_eval_mode_batch_norm_step_matches_eager(name: str, target: str) -> None
     x, y = torch.randn(shape), torch.randn(shape[0], 4)
     record: list[el.Graph] = []
     be = elt.backend(target, record=record, strict=True)
-    got = _train(compiled, torch.compile(_loss_step(compiled), backend=be, dynamic=False), x, y)
-    want = _train(eager, _loss_step(eager), x, y)
+    got = train(compiled, torch.compile(mse_step(compiled), backend=be, dynamic=False), x, y)
+    want = train(eager, mse_step(eager), x, y)
     for g_step, w_step in zip(got, want):
         for g, w in zip(g_step, w_step):
             torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)

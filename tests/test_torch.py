@@ -20,6 +20,7 @@ import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.build import GraphBuilder  # noqa: E402
 from egraph_lower.ops import ACTIVATION_KINDS, BACKWARD_OPS, OUTPUT_FORM_KINDS  # noqa: E402
+from torch_steps import mse_step, train  # noqa: E402
 
 A = torch.ops.aten
 TARGETS = ("metal", "wgpu", "cpu")
@@ -58,24 +59,6 @@ def _model(act: nn.Module, seed: int = 0) -> nn.Module:
     return model
 
 
-def _train(model: nn.Module, step_fn: Callable[..., Any], x: Any, y: Any, steps: int = 2) -> list[list[Any]]:
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    grads = []
-    for _ in range(steps):
-        opt.zero_grad()
-        step_fn(x, y)
-        grads.append([p.grad.detach().clone() for p in model.parameters()])
-        opt.step()
-    return grads
-
-
-def _loss_step(model: nn.Module) -> Callable[..., Any]:
-    def step(x: Any, y: Any) -> Any:
-        loss = ((model(x) - y) ** 2).mean()
-        loss.backward()
-        return loss
-
-    return step
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -87,9 +70,9 @@ def test_training_step_matches_eager(act: str, target: str) -> None:
     x, y = torch.randn(8, 6) * 2.0, torch.randn(8, 4)
     record: list[el.Graph] = []
     be = elt.backend(target, record=record, strict=True)
-    step = torch.compile(_loss_step(compiled), backend=be, dynamic=False)
-    got = _train(compiled, step, x, y)
-    want = _train(eager, _loss_step(eager), x, y)
+    step = torch.compile(mse_step(compiled), backend=be, dynamic=False)
+    got = train(compiled, step, x, y)
+    want = train(eager, mse_step(eager), x, y)
     for g_step, w_step in zip(got, want):
         for g, w in zip(g_step, w_step):
             torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
@@ -111,7 +94,7 @@ def test_backward_ops_reach_the_importer() -> None:
     """No decomposition expands the backward ops first: the cpu target keeps them fused."""
     record: list[el.Graph] = []
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.Sigmoid(), nn.Linear(8, 8), nn.GELU())
-    step = torch.compile(_loss_step(model), backend=elt.backend("cpu", record=record, strict=True), dynamic=False)
+    step = torch.compile(mse_step(model), backend=elt.backend("cpu", record=record, strict=True), dynamic=False)
     step(torch.randn(5, 4), torch.randn(5, 8))
     ops = {(n.op, n.attrs.get("kind"), n.attrs.get("wrt")) for g in record for n in g.nodes}
     assert ("ReluBackward", None, None) in ops
@@ -135,8 +118,8 @@ def test_unmapped_ops_run_in_pytorch_and_are_reported() -> None:
     record: list[el.Graph] = []
     be = elt.backend("metal", record=record)
     with pytest.warns(RuntimeWarning, match="cumsum"):
-        got = _train(compiled, torch.compile(make_step(compiled), backend=be, dynamic=False), x, y)
-    want = _train(eager, make_step(eager), x, y)
+        got = train(compiled, torch.compile(make_step(compiled), backend=be, dynamic=False), x, y)
+    want = train(eager, make_step(eager), x, y)
     for g, w in zip(got[-1], want[-1]):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
     assert "aten.cumsum.default" in be.unlowered_ops

@@ -19,6 +19,7 @@ import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.evaluate import activation, activation_grad, activation_grad_from_output  # noqa: E402
 from egraph_lower.ops import BACKWARD_OPS  # noqa: E402
+from torch_steps import train  # noqa: E402
 
 A = torch.ops.aten
 SELU = {"alpha": 1.6732632423543772, "scale": 1.0507009873554805}
@@ -189,16 +190,6 @@ def _step(model: nn.Module) -> Callable[..., Any]:
     return step
 
 
-def _train(model: nn.Module, step: Callable[..., Any], x: Any, y: Any) -> list[list[Any]]:
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    grads = []
-    for _ in range(2):
-        opt.zero_grad()
-        step(x, y)
-        grads.append([p.grad.detach().clone() for p in model.parameters()])
-        opt.step()
-    return grads
-
 
 @pytest.mark.parametrize("target", ["metal", "wgpu"])
 @pytest.mark.parametrize("act", list(TRAINED))
@@ -211,8 +202,8 @@ def test_training_step_matches_eager(act: str, target: str) -> None:
     x, y = torch.randn(8, 6) * 3.0, torch.randn(8, 4)
     record: list[el.Graph] = []
     be = elt.backend(target, record=record, strict=True)
-    got = _train(compiled, torch.compile(_step(compiled), backend=be, dynamic=False), x, y)
-    want = _train(eager, _step(eager), x, y)
+    got = train(compiled, torch.compile(_step(compiled), backend=be, dynamic=False), x, y)
+    want = train(eager, _step(eager), x, y)
     for g_step, w_step in zip(got, want):
         for g, w in zip(g_step, w_step):
             torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)

@@ -18,6 +18,11 @@ import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.evaluate import apply  # noqa: E402
 from egraph_lower.torch import kernels  # noqa: E402
+from torch_steps import mse_step, train as train_at  # noqa: E402
+
+
+def train(model: nn.Module, step: Callable[..., Any], x: Any, y: Any) -> list[list[Any]]:
+    return train_at(model, step, x, y, lr=0.05)  # these models train with a smaller step
 
 A = torch.ops.aten
 POOL_BACKWARD = {"MaxPool2dBackward", "AvgPool2dBackward", "AdaptiveAvgPool2dBackward"}
@@ -180,24 +185,6 @@ class _PoolNet(nn.Module):
         return self.head(h.flatten(1))
 
 
-def _train(model: nn.Module, step_fn: Callable[..., Any], x: Any, y: Any, steps: int = 2) -> list[list[Any]]:
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    grads = []
-    for _ in range(steps):
-        opt.zero_grad()
-        step_fn(x, y)
-        grads.append([p.grad.detach().clone() for p in model.parameters()])
-        opt.step()
-    return grads
-
-
-def _loss_step(model: nn.Module) -> Callable[..., Any]:
-    def step(x: Any, y: Any) -> Any:
-        loss = ((model(x) - y) ** 2).mean()
-        loss.backward()
-        return loss
-
-    return step
 
 
 @pytest.mark.parametrize("target", ["metal", "wgpu"])
@@ -209,8 +196,8 @@ def test_pooling_cnn_training_step_matches_eager(target: str) -> None:
     y = torch.randn(4, 4)
     record: list[el.Graph] = []
     be = elt.backend(target, record=record, strict=True)
-    got = _train(compiled, torch.compile(_loss_step(compiled), backend=be, dynamic=False), x, y)
-    want = _train(eager, _loss_step(eager), x, y)
+    got = train(compiled, torch.compile(mse_step(compiled), backend=be, dynamic=False), x, y)
+    want = train(eager, mse_step(eager), x, y)
     for g_step, w_step in zip(got, want):
         for g, w in zip(g_step, w_step):
             torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)

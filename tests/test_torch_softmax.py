@@ -17,6 +17,7 @@ nn = torch.nn
 import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.evaluate import apply  # noqa: E402
+from torch_steps import train  # noqa: E402
 from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 
 A = torch.ops.aten
@@ -108,16 +109,6 @@ def test_half_to_float_backward_computes_in_f32_then_casts() -> None:
         torch.testing.assert_close(got, w, rtol=0, atol=0)
 
 
-def _train(model: nn.Module, step: Callable[..., Any], x: Any, y: Any) -> list[list[Any]]:
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    grads = []
-    for _ in range(2):
-        opt.zero_grad()
-        step(x, y)
-        grads.append([p.grad.detach().clone() for p in model.parameters()])
-        opt.step()
-    return grads
-
 
 def _softmax_mse(model: nn.Module) -> Callable[..., Any]:
     def step(x: Any, y: Any) -> Any:
@@ -154,8 +145,8 @@ def test_training_step_matches_eager(target: str, make_step: Callable[[nn.Module
     y = nn.functional.one_hot(torch.arange(8) % 4, 4).float()
     record: list[el.Graph] = []
     be = elt.backend(target, record=record, strict=True)
-    got = _train(compiled, torch.compile(make_step(compiled), backend=be, dynamic=False), x, y)
-    want = _train(eager, make_step(eager), x, y)
+    got = train(compiled, torch.compile(make_step(compiled), backend=be, dynamic=False), x, y)
+    want = train(eager, make_step(eager), x, y)
     for g_step, w_step in zip(got, want):
         for g, w in zip(g_step, w_step):
             torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
