@@ -29,8 +29,12 @@ input gradient into a plain Conv2d (rules/conv.py); Conv2dDilatePad reads only t
 shape of its `w` (the kernel size sets the padding), not its values, and so does
 Conv2dColumns. The last three are the forward convolution as a batched MatMul, for
 a backend without a convolution kernel.
-Conv2dBackwardWeight's constructor also carries `kernel`, weight_shape's last two
-entries, which the im2col rule passes to Im2Col; it is no attribute.
+Conv2dBackwardWeight's constructor also carries fields that are no attributes, for its
+rules: `kernel`, weight_shape's last two entries (for Im2Col), and `kh`, `kw` (the same as
+integers), `xsplit` [N, G, C/G, H, W] and `xfold` [C/G, G*N, H, W] (x's shape regrouped) and
+`crop` (the axes, of 2 and 3, along which the gradient as a convolution comes out longer than
+the kernel: `convmath.weight_conv_size`) and `dymat` (dy's shape as [N, G, O/G, OH*OW]), the
+last four read from x's shape at load time.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ import numpy as np
 from ..arrays import Args, Attrs, _f, _round_float
 from ..errors import LowerError
 from . import convmath
-from .base import STRING, Attr, Ctor, Field, Meta, OpDef, head, integer, ints, ints_text
+from .base import I64, STRING, WHOLE, Attr, Ctor, Field, Meta, OpDef, head, integer, ints, ints_text
 from .meta import attr_check, check_shape, float_dtype, is_int, is_int_list, show, show_shape
 
 _Pair = tuple[int, int]
@@ -218,8 +222,39 @@ def _op_merge_groups(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] 
     return _round_float(convmath.merge_groups(_f(args[0])), dtype)
 
 
+def _groups_in_batch(attrs: Mapping[str, Any], x: Sequence[int]) -> tuple[list[int], list[int]]:
+    """x [N, C, H, W] split by groups ([N, G, C/G, H, W]) and with the groups folded into its batch
+    axis after the channels ([C/G, G*N, H, W]): the input of the weight gradient as a convolution."""
+    g = int(attrs["groups"])
+    n, c, h, w = x
+    return [n, g, c // g, h, w], [c // g, g * n, h, w]
+
+
+def _dy_matrices(attrs: Mapping[str, Any], x: Sequence[int]) -> str:
+    """dy [N, O, OH, OW] as a matrix per sample and group, [N, G, O/G, OH*OW] (the same elements)."""
+    s, p, d, g = _params(attrs)
+    o, _, kh, kw = attrs["weight_shape"]
+    oh, ow = (convmath.out_size(x[2 + i], (kh, kw)[i], s[i], p[i], d[i]) for i in (0, 1))
+    return ints_text([x[0], g, o // g, oh * ow])
+
+
+def _crop(attrs: Mapping[str, Any], x: Sequence[int]) -> str:
+    """The axes (2, 3) along which the weight gradient as a convolution comes out longer than the kernel."""
+    s, p, d, _ = _params(attrs)
+    k = attrs["weight_shape"][2:]
+    return ints_text([2 + i for i in (0, 1) if convmath.weight_conv_size(x[2 + i], k[i], s[i], p[i], d[i]) > k[i]])
+
+
 _FIELDS = (ints("stride"), ints("padding"), ints("dilation"), integer("groups"))
 _KERNEL = Field("kernel", STRING, lambda v, rank: ints_text(v[2:]), None, source="weight_shape")
+_WEIGHT_CONV = (
+    Field("kh", I64, lambda v, rank: int(v[2]), None, source="weight_shape"),
+    Field("kw", I64, lambda v, rank: int(v[3]), None, source="weight_shape"),
+    Field("xsplit", STRING, lambda a, x: ints_text(_groups_in_batch(a, x)[0]), None, source=WHOLE, shaped=True),
+    Field("xfold", STRING, lambda a, x: ints_text(_groups_in_batch(a, x)[1]), None, source=WHOLE, shaped=True),
+    Field("crop", STRING, _crop, None, source=WHOLE, shaped=True),
+    Field("dymat", STRING, _dy_matrices, None, source=WHOLE, shaped=True),
+)
 _SAMPLE = {"stride": [2, 1], "padding": [1, 0], "dilation": [1, 2], "groups": 2}
 _X, _W, _DY = ((2, 4, 5, 6), "f32"), ((6, 2, 3, 2), "f32"), ((2, 6, 3, 4), "f32")
 
@@ -261,7 +296,7 @@ BACKWARD: tuple[OpDef, ...] = (
           sample=({**_SAMPLE, "input_shape": list(_X[0])}, (_DY, _W))),
     OpDef("Conv2dBackwardWeight", ("x", "dy"), _COMMON + (_shape4("weight_shape"),), _backward_weight,
           _op_weight_grad,
-          (Ctor("Conv2dBwdWeight", "Conv2dBackwardWeight", _FIELDS + (ints("weight_shape"), _KERNEL), 2,
+          (Ctor("Conv2dBwdWeight", "Conv2dBackwardWeight", _FIELDS + (ints("weight_shape"), _KERNEL) + _WEIGHT_CONV, 2,
                 (head("Conv2dBackwardWeight"),)),), domain="conv", torch="conv2d_backward_weight", backward=True,
           sample=({**_SAMPLE, "weight_shape": list(_W[0])}, (_X, _DY))),
 )

@@ -26,6 +26,15 @@ def out_size(size: int, k: int, s: int, p: int, d: int) -> int:
     return (size + 2 * p - d * (k - 1) - 1) // s + 1
 
 
+def weight_conv_size(size: int, k: int, s: int, p: int, d: int) -> int:
+    """Along one axis, the output length of the weight gradient computed as a convolution of x
+    (padding p) with dy as the kernel (stride d, dilation s): out_size(size, out_size(size, k, s, p, d), d, p, s).
+
+    It is at least k, and exceeds k by floor(r / d), r = (size + 2p - d(k-1) - 1) mod s: the
+    input positions past the last one a tap of the forward convolution reads."""
+    return out_size(size, out_size(size, k, s, p, d), d, p, s)
+
+
 def _taps(shape: Sequence[int], kernel: Pair, s: Pair, p: Pair, d: Pair) -> tuple[int, int]:
     return (out_size(shape[2], kernel[0], s[0], p[0], d[0]), out_size(shape[3], kernel[1], s[1], p[1], d[1]))
 

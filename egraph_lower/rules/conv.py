@@ -18,9 +18,22 @@ x is multiplied only with the output channels of group g.
 - conv-im2col: the forward convolution as a batched MatMul: per sample, group and
   output row, the group's filters [Og, Cg*KH*KW] times the unfolded input
   [Cg*KH*KW, OW]; the [N, G, OH, Og, OW] result regrouped to [N, O, OH, OW].
+- conv-bwd-weight-conv (and -crop-h, -crop-w, -crop-hw): the weight gradient as a
+  convolution with the batch and channel axes exchanged. With Cg = C/G,
+  grad_w[g*Og+o, c, a, b] = sum_n sum_{i,j} dy[n, g*Og+o, i, j] x_pad[n, g*Cg+c, i s0 + a d0, j s1 + b d1],
+  which is Conv2d(x', dy') with stride d, dilation s, padding p and G groups, where
+  dy' = dy with N and O exchanged ([O, N, OH, OW]: output channel g*Og+o of group g, a
+  kernel of OH x OW taps) and x' = x split by groups and folded into the batch axis
+  ([Cg, G*N, H, W]: x'[c, g*N+n] = x[n, g*Cg+c], so group g's input channels are the N
+  samples of x's channel block g); its output is [Cg, O, KH', KW'], exchanged back to
+  [O, Cg, KH, KW]. KH' = out_size(H, OH, d, p, s) is at least KH and exceeds it by
+  floor(r/d), r = (H + 2p - d(KH-1) - 1) mod s (input rows no tap reads): there the
+  result is cropped to the kernel (a Slice). The node's `crop` field (computed from x's
+  shape at load time) says along which axes: one rule per case, so that no rule
+  emits a Slice that takes everything.
 - conv-bwd-weight-im2col: grad_w[g*Og+o, (c,kh,kw)] = sum_n sum_l dy[n, g, o, l] u[n, g, (c,kh,kw), l],
-  with u = Im2Col(x) [N, G, Cg*KH*KW, L] and dy flattened per group by an Im2Col
-  with a 1x1 kernel ([N, G, Og, L], no arithmetic); the sum over l is a batched
+  with u = Im2Col(x) [N, G, Cg*KH*KW, L] and dy viewed per group as [N, G, Og, L] (a
+  Reshape: `dymat`, the same elements in the same order); the sum over l is a batched
   MatMul, the sum over n a Reduce Sum, and the [G, Og, Cg*KH*KW] result is
   weight_shape's layout row by row (a Reshape).
 """
@@ -30,6 +43,11 @@ from __future__ import annotations
 from .dsl import Rule, rule
 
 _ONE = "[1,1]"
+_W_LHS = "(Conv2dBackwardWeight s p d g wshape k kh kw xsplit xfold {crop} dymat x dy)"
+_W_CONV = ("(Conv2d d p s g (Reshape xfold (Transpose [2,1,0,3,4] (Reshape xsplit x))) (Transpose [1,0,2,3] dy))")
+# crop field -> (rule name suffix, the Slices that crop the convolution's output `c` to the kernel)
+_W_CROPS = (("[]", "", "c"), ("[2]", "-crop-h", "(Slice 2 0 kh 1 c)"), ("[3]", "-crop-w", "(Slice 3 0 kw 1 c)"),
+            ("[2,3]", "-crop-hw", "(Slice 3 0 kw 1 (Slice 2 0 kh 1 c))"))
 
 RULES: tuple[Rule, ...] = (
     rule("conv-bwd-input-transpose", "d conv / dx = conv_transpose(dy, w) with the output shape of x",
@@ -40,8 +58,14 @@ RULES: tuple[Rule, ...] = (
     rule("conv-im2col", "conv(x, w) = merge(w_matrix @ columns(x)), per sample, group and output row",
          "(Conv2d s p d g x w)",
          "(Conv2dMergeGroups (MatMul (Conv2dWeightMatrix g w) (Conv2dColumns s p d g x w)))", group="forward"),
+    *(rule(f"conv-bwd-weight-conv{suffix}",
+           "d conv / dw = conv(x with N, C exchanged (groups in N), dy with N, O exchanged), stride d,"
+           " dilation s, padding p, result's first two axes exchanged"
+           + (f", cropped to the kernel along axes {crop}" if suffix else ""),
+           _W_LHS.format(crop=crop), f"(Transpose [1,0,2,3] {cropped})", group="backward", lets={"c": _W_CONV})
+      for crop, suffix, cropped in _W_CROPS),
     rule("conv-bwd-weight-im2col", "d conv / dw = sum_n dy_flat(n) im2col(x)(n)^T, per group",
-         "(Conv2dBackwardWeight s p d g wshape k x dy)",
-         f"(Reshape wshape (Reduce.Sum [0] 0 (MatMul (Im2Col {_ONE} {_ONE} [0,0] {_ONE} g dy) "
+         _W_LHS.format(crop="crop"),
+         "(Reshape wshape (Reduce.Sum [0] 0 (MatMul (Reshape dymat dy) "
          "(Transpose [0,1,3,2] (Im2Col k s p d g x)))))", group="backward"),
 )
