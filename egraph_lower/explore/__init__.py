@@ -15,7 +15,9 @@ The report's `choices` list, for every original node whose e-class holds a
 form other than the node itself and for every backward op, the alternatives of
 the node (the e-nodes of its class), each with what it would add to the lowered
 graph; the cost, legality and choice are defined in
-`egraph_lower.explore.alternatives`.
+`egraph_lower.explore.alternatives`. Its `convolutions` list, for every
+convolution node, the same alternatives on every explored backend side by side,
+each with why it won or lost there (`egraph_lower.explore.convolutions`).
 """
 
 from __future__ import annotations
@@ -37,11 +39,12 @@ from ..ops import BACKWARD_OPS
 from ..provenance import Matcher
 from ..text import printable
 from .alternatives import Choice, Describer, Ranking, choices_for, rank
+from .convolutions import convolutions
 
 __all__ = ["Exploration", "Lowered", "explore", "REPORT_KEYS"]
 
 REPORT_KEYS = ("graph", "backend", "stop_reason", "iterations", "rules", "before", "after", "extraction", "choices",
-               "compare")
+               "convolutions", "compare")
 
 
 @dataclass
@@ -73,6 +76,7 @@ class Exploration:
     lowered: dict[str, Lowered]  # backend name -> its extraction; the main backend first
     seconds: dict[str, float] = field(default_factory=dict)
     _choices: dict[str, list[Choice]] = field(default_factory=dict, repr=False)
+    _convolutions: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     # --- per node -------------------------------------------------------------------------------
     def _for(self, backend: str | Backend | None) -> Lowered:
@@ -124,6 +128,12 @@ class Exploration:
             for r in self.saturated.rules
         ]
 
+    def convolutions(self) -> list[dict[str, Any]]:
+        """Per convolution node, its expansions on every explored backend and why one won on each."""
+        if self._convolutions is None:
+            self._convolutions = convolutions(self)
+        return self._convolutions
+
     def compared(self) -> dict[str, dict[str, Any]]:
         return {b.name: self.lowered[b.name].stats() for b in self.compare}
 
@@ -139,6 +149,7 @@ class Exploration:
             "after": {"nodes": len(self.after.nodes), "cost": graph_cost(self.after, self.backend)},
             "extraction": self.main.extraction.describe() if self.main.extraction else None,
             "choices": [c.to_dict() for c in self.choices()],
+            "convolutions": self.convolutions(),
             "compare": self.compared(),
         }
 
@@ -243,14 +254,43 @@ def _summary(ex: Exploration) -> str:
                          f" {legal} runnable -> {what}" + ("" if ch is None else f"  (cost {_cost(ch.cost)})"))
         if len(choices) > 20:
             lines.append(f"    ... {len(choices) - 20} more in the reports")
+    lines += _convolution_lines(r["convolutions"])
     if r["compare"]:
         lines.append("  compare")
+        width = max(8, *(len(name) for name in r["compare"]))
         for name, st in r["compare"].items():
             if st["nodes"] is None:
-                lines.append(f"    {name:<8} no runnable graph: {st['error']}")
+                lines.append(f"    {name:<{width}} no runnable graph: {st['error']}")
             else:
-                lines.append(f"    {name:<8} {st['nodes']:>7,} nodes   cost {_cost(st['cost'])}")
+                lines.append(f"    {name:<{width}} {st['nodes']:>7,} nodes   cost {_cost(st['cost'])}")
     return "\n".join(lines)
+
+
+MAX_CONVOLUTIONS = 12  # convolution nodes listed in the text summary
+
+
+def _convolution_lines(convs: list[dict[str, Any]]) -> list[str]:
+    """Per convolution node, the expansion each backend chose and why."""
+    if not convs:
+        return []
+    lines = [f"  convolutions ({len(convs)}: the expansion each backend chose, and why)"]
+    for c in convs[:MAX_CONVOLUTIONS]:
+        a = c["attrs"]
+        lines.append(f"    node {c['node']:<5} {c['op']:<22} stride {a['stride']} padding {a['padding']}"
+                     f" dilation {a['dilation']} groups {a['groups']}")
+        width = max(len(b) for b in c["backends"])
+        for b, st in c["backends"].items():
+            why = st["why"].removeprefix("chosen: ")
+            lines.append(f"      {b:<{width}}  {st['chosen'] or '-'}"
+                         + (f"  (cost {_cost(st['cost'])})" if st["chosen"] else "") + f": {why}")
+        for e in c["expansions"]:
+            lost = sorted({st["why"] for st in e["backends"].values() if not st["legal"]})
+            if lost and not e["original"]:
+                where = [b for b, st in e["backends"].items() if not st["legal"]]
+                lines.append(f"      {e['expansion']} on {', '.join(where)}: {'; '.join(lost)}")
+    if len(convs) > MAX_CONVOLUTIONS:
+        lines.append(f"    ... {len(convs) - MAX_CONVOLUTIONS} more in the reports")
+    return lines
 
 
 def _node_label(node: Any) -> str:

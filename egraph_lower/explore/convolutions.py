@@ -1,0 +1,156 @@
+"""Per convolution, the expansions each explored backend could take, what each costs there, and why one won.
+
+A convolution node (`Conv2d`, `Conv2dBackwardInput`, `Conv2dBackwardWeight`) has one
+e-class; its e-nodes are its expansions (the node as it is among them). For every
+backend explored (the main one and each compared one), each expansion is described
+as `alternatives.Describer` describes it for that backend (its cost on top of the
+node's inputs, whether it runs, which rules made it), and given a reason:
+
+- the chosen one: the cheapest runnable expansion (extraction's choice), with how
+  much it saves over the next cheapest runnable one;
+- another runnable one: how much more it costs than the chosen one;
+- one that does not run: "not runnable: needs X", X the ops it would need that the
+  backend lacks (its own op, or the ops of every form of a value it needs that has
+  no runnable form), or "needs its own value" for an e-graph cycle.
+
+An expansion is named by the rules that made its e-node from the node, in the order
+they applied, joined with " + " ("as is" for the node itself): `conv-bwd-input-conv +
+conv-im2col` is the input gradient as a convolution, that convolution then as im2col and
+MatMul. Each backend's entry lists every rule of what the expansion adds there (on a
+backend without a convolution kernel, an expansion that builds a Conv2d also takes the
+rule that lowers that Conv2d).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from collections.abc import Mapping
+
+from ..convert import is_own
+from ..egraph.language import REF
+from ..rules.dsl import App, Rule
+from .alternatives import Alternative, Choice, Describer, label
+
+if TYPE_CHECKING:
+    from . import Exploration
+
+CONV_OPS = ("Conv2d", "Conv2dBackwardInput", "Conv2dBackwardWeight")
+MAX_NEEDS = 6  # missing ops named per expansion
+
+
+def made_by(d: Describer, rules: Mapping[str, Rule], c: int, n: int) -> list[str]:
+    """The rules that made e-node `n` of class `c` from the class's original node, in the order they
+    applied: the rule that made n, preceded by those that made the member its left-hand side matched."""
+    t = d.t
+    out: list[str] = []
+    seen = {n}
+    while True:
+        name = d.matcher.rule_of(c, n)
+        if name is None or name not in rules:
+            return out[::-1]
+        out.append(name)
+        lhs = rules[name].lhs
+        assert isinstance(lhs, App)
+        m = next((m for m in d.nodes_by_class[c] if t.ctor[m] == lhs.ctor and m not in seen), None)
+        if m is None or (c in d.origins and is_own(t, m, d.origins[c], d.graph)):
+            return out[::-1]
+        seen.add(m)
+        n = m
+
+
+def expansion_name(d: Describer, rules: Mapping[str, Rule], c: int, alt: Alternative) -> str:
+    if alt.original:
+        return "as is"
+    return " + ".join(made_by(d, rules, c, alt.enode)) or alt.label
+
+
+def _shown(alt: Alternative, names: Mapping[int, str]) -> str:
+    """The expansion's name, with the other rules it takes on this backend."""
+    name = names[alt.enode]
+    extra = [r for r in alt.rules if r not in name.split(" + ")]
+    return name + (f" (with {', '.join(extra)})" if extra and not alt.original else "")
+
+
+def missing(d: Describer, n: int) -> list[str]:
+    """The ops e-node `n` would need that the backend does not run: n's own op if it does not run,
+    else, for each value it needs that has no runnable form, what every form of that value lacks."""
+    t, kernel = d.t, d.ranking.node_cost
+    out: list[str] = []
+    seen: set[int] = set()
+    stack = [n]
+    while stack:
+        m = stack.pop()
+        if kernel[m] is None:
+            name = label(d.decoded, t.ctor[m], t.fields[m])
+            if name not in out:
+                out.append(name)
+            continue
+        for k in t.children[m]:
+            if k not in seen and d.form_of(k) < 0:
+                seen.add(k)
+                stack.extend(e for e in d.nodes_by_class[k] if t.ctor[e] != REF)
+    return out
+
+
+def _reason(alt: Alternative, chosen: Alternative | None, runner_up: Alternative | None, d: Describer,
+            names: Mapping[int, str]) -> str:
+    if not alt.legal:
+        needs = missing(d, alt.enode)
+        if not needs:
+            return "not runnable: needs its own value (an e-graph cycle)"
+        more = len(needs) - MAX_NEEDS
+        return "not runnable: needs " + ", ".join(needs[:MAX_NEEDS]) + (f" and {more} more" if more > 0 else "")
+    if alt.chosen:
+        if runner_up is None:
+            return "chosen: the only runnable expansion"
+        assert alt.cost is not None and runner_up.cost is not None
+        return (f"chosen: the cheapest runnable expansion, {runner_up.cost - alt.cost:,.2f} less than"
+                f" {_shown(runner_up, names)}")
+    if chosen is None:
+        return "runnable; the lowered graph does not need this value"
+    assert alt.cost is not None and chosen.cost is not None
+    return f"runnable, {alt.cost - chosen.cost:,.2f} more than the chosen {_shown(chosen, names)}"
+
+
+def _entries(choice: Choice, d: Describer, names: Mapping[int, str]) -> dict[int, dict[str, Any]]:
+    """Per e-node of the class, its description on one backend."""
+    chosen = choice.chosen
+    runnable = [a for a in choice.alternatives if a.legal and a is not chosen]
+    runner_up = min(runnable, key=lambda a: a.cost or 0.0) if runnable else None
+    return {a.enode: {"cost": a.cost, "legal": a.legal, "chosen": a.chosen, "rules": list(a.rules),
+                      "ops": dict(a.ops), "why": _reason(a, chosen, runner_up, d, names)}
+            for a in choice.alternatives}
+
+
+def convolution(ex: Exploration, node_id: int) -> dict[str, Any]:
+    """The per-backend view of one convolution node (see the module docstring)."""
+    node = ex.graph.by_id[node_id]
+    backends = list(ex.lowered)
+    choices = {b: ex.choice(node_id, b) for b in backends}
+    main = choices[backends[0]]
+    rules = {r.name: r for r in ex.saturated.rules}
+    names = {a.enode: expansion_name(ex.main.describer, rules, main.eclass, a) for a in main.alternatives}
+    per = {b: _entries(choices[b], ex.lowered[b].describer, names) for b in backends}
+    expansions = [{"expansion": names[a.enode], "op": a.label, "original": a.original,
+                   "backends": {b: per[b][a.enode] for b in backends}}
+                  for a in main.alternatives]
+    summary: dict[str, dict[str, Any]] = {}
+    for b in backends:
+        ch = choices[b].chosen
+        if ch is not None:
+            summary[b] = {"chosen": names[ch.enode], "rules": list(ch.rules), "cost": ch.cost,
+                          "why": per[b][ch.enode]["why"]}
+        elif any(a.legal for a in choices[b].alternatives):
+            summary[b] = {"chosen": None, "rules": [], "cost": None,
+                          "why": "the lowered graph does not need this value"}
+        else:
+            summary[b] = {"chosen": None, "rules": [], "cost": None, "why": "no runnable expansion"}
+    attrs = {k: node.attrs[k] for k in ("stride", "padding", "dilation", "groups")}
+    return {"node": node.id, "op": node.op, "name": node.name, "shape": list(node.shape), "attrs": attrs,
+            "backends": summary, "expansions": expansions}
+
+
+def convolutions(ex: Exploration) -> list[dict[str, Any]]:
+    """One entry per convolution node of the graph, in graph order."""
+    return [convolution(ex, n.id) for n in ex.graph.nodes if n.op in CONV_OPS]
