@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,10 +46,23 @@ def _cnn1d(seed: int = 0) -> nn.Module:
                          nn.Conv1d(6, 6, 2, dilation=2, groups=3), nn.ReLU(), nn.Flatten(), nn.Linear(6 * 9, 2))
 
 
+def _separable(seed: int = 0) -> nn.Module:
+    """A depthwise separable block (a depthwise 3x3, strided, then a pointwise 1x1), then Linear."""
+    torch.manual_seed(seed)
+    return nn.Sequential(
+        nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8), nn.ReLU(),
+        nn.Conv2d(8, 12, 1), nn.ReLU(),
+        nn.Flatten(), nn.Linear(12 * 4 * 4, 3))
 
 
-@pytest.mark.parametrize("target", ["metal", "wgpu", "tpu", "mlx"])
-@pytest.mark.parametrize(("make", "x_shape", "y_shape"), [(_cnn, (4, 3, 8, 8), (4, 5)), (_cnn1d, (4, 3, 21), (4, 2))])
+BACKENDS_CONV = Path(__file__).parent / "backends_conv"
+MODELS = [(_cnn, (4, 3, 8, 8), (4, 5)), (_cnn1d, (4, 3, 21), (4, 2)), (_separable, (2, 4, 8, 8), (2, 3))]
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu", "tpu", "mlx", str(BACKENDS_CONV / "conv_no_transpose.json"),
+                                    str(BACKENDS_CONV / "conv_neither.json")])
+@pytest.mark.parametrize(("make", "x_shape", "y_shape"), MODELS)
 def test_cnn_training_step_matches_eager(target: str, make: Callable[[], nn.Module], x_shape: tuple[int, ...],
                                          y_shape: tuple[int, ...]) -> None:
     eager = make()
@@ -82,6 +96,21 @@ def test_convolution_backward_is_imported_one_to_one() -> None:
     ops = [n.op for g in imported for n in g.nodes]
     # the first convolution's input gradient is not needed (output_mask): three weight gradients, two input
     assert ops.count("Conv2dBackwardWeight") == 3 and ops.count("Conv2dBackwardInput") == 2
+
+
+def test_a_1d_convolution_is_the_2d_ops_on_height_1() -> None:
+    record: list[el.Graph] = []
+    be = elt.backend("cpu", record=record, strict=True)
+    step = torch.compile(mse_step(_cnn1d()), backend=be, dynamic=False)
+    step(torch.randn(4, 3, 21), torch.randn(4, 2))
+    by_id = {(id(g), n.id): n for g in record for n in g.nodes}
+    convs = [(g, n) for g in record for n in g.nodes if n.op.startswith("Conv2d")]
+    assert {n.op for _, n in convs} == {"Conv2d", "Conv2dBackwardInput", "Conv2dBackwardWeight"}
+    for g, n in convs:
+        assert n.attrs["stride"][0] == 1 and n.attrs["padding"][0] == 0 and n.attrs["dilation"][0] == 1
+        for i in n.inputs:  # x, w and dy: the 1-D tensors reshaped to height 1
+            src = by_id[(id(g), i)]
+            assert len(src.shape) == 4 and src.shape[2] == 1 and src.op == "Reshape"
 
 
 def test_transposed_and_3d_convolutions_are_refused_with_a_reason() -> None:
