@@ -5,7 +5,9 @@ downsampling at stages 2-4) on a [8, 3, 224, 224] batch, each followed by ReLU (
 blocks' residual Adds included), then the backward pass: ReluBackward, and per
 convolution Conv2dBackwardInput (all but the stem), Conv2dBackwardWeight and the bias
 gradient (Reduce Sum). Each backend is lowered in a fresh process (`egraph-lower lower`),
-wall time and peak memory measured; the stage seconds are those of its --report.
+wall time and peak memory measured; the stage seconds are those of its --report. A second
+table counts, per backend, the expansions extraction chose for the input and weight gradients
+(`egraph-lower explore`'s per-convolution report, each backend on its own, as `lower` runs it).
 
     python bench/conv.py [--backends metal,tpu,mlx,cpu]
 """
@@ -16,12 +18,14 @@ import argparse
 import json
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import lower_cmd, measure  # noqa: E402
 from egraph_lower.build import GraphBuilder  # noqa: E402
+from egraph_lower.explore import explore  # noqa: E402
 from egraph_lower.graph import Graph  # noqa: E402
 
 
@@ -58,6 +62,19 @@ def resnet18_step(batch: int = 8) -> Graph:
     return b.build(grads)
 
 
+def expansions(graph: Graph, backend: str) -> dict[str, Counter[str]]:
+    """Per gradient op, how many of its nodes took each expansion on `backend` (explore's names: the rules
+    in the order they applied, "as is" for a node kept; with the rules an expansion takes besides there)."""
+    out: dict[str, Counter[str]] = {}
+    for conv in explore(graph, backend).convolutions():
+        if conv["op"] != "Conv2d":
+            (st,) = conv["backends"].values()
+            name = st["chosen"] or "-"
+            extra = [r for r in st["rules"] if r not in name.split(" + ")]
+            out.setdefault(conv["op"], Counter())[name + (f" (with {', '.join(extra)})" if extra else "")] += 1
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backends", default="metal,tpu,mlx,cpu")
@@ -81,6 +98,14 @@ def main() -> int:
             stages = " | ".join(f"{s[k]:.3f}" for k in ("read", "load", "saturate", "extract", "convert", "check",
                                                           "write"))
             print(f"| {stem} | {r['after']['nodes']} | {m.seconds:.2f} | {m.peak_mb:.0f} | {stages} |")
+    print()
+    print("| backend | input gradients | weight gradients |")
+    print("|---|---|---|")
+    for backend in args.backends.split(","):
+        stem, per = Path(backend).stem, expansions(graph, backend)
+        cells = [", ".join(f"{k} x{v}" for k, v in sorted(per.get(op, Counter()).items()))
+                 for op in ("Conv2dBackwardInput", "Conv2dBackwardWeight")]
+        print(f"| {stem} | {cells[0]} | {cells[1]} |")
     return 0
 
 
