@@ -178,6 +178,17 @@ def test_lowered_weight_gradient_matches_torchs_convolution_backward(case: tuple
         np.testing.assert_allclose(got, ref.numpy(), rtol=1e-10, atol=1e-10)
 
 
+def test_a_large_strided_weight_gradient_transposes_dy_not_the_unfolded_input() -> None:
+    # the unfolded x is KH*KW = 9 times larger than x: on a backend without a convolution kernel the
+    # transposed product (dy and the weight-sized result transposed) is the cheapest expansion
+    case = ((8, 32, 32, 32), (64, 32, 3, 3), [2, 2], [1, 1], [1, 1], 1)
+    graph = conv_step(case)
+    lowered = el.lower(graph, el.load_backend(str(BACKENDS_DIR / "conv_neither.json"))).graph
+    made = {n.name.split("/", 1)[1] for n in lowered.nodes if n.name and n.name.startswith("n5/")}
+    assert made == {"conv-bwd-weight-im2col-t"}
+    assert_lowering_matches(graph, lowered, _feeds(graph))
+
+
 @pytest.mark.parametrize("dtype", ["f16", "bf16", "f64"])
 def test_expansions_in_other_dtypes(dtype: str) -> None:
     graph = conv_step(CASES[1], dtype)

@@ -6,8 +6,9 @@ backend explored (the main one and each compared one), each expansion is describ
 as `alternatives.Describer` describes it for that backend (its cost on top of the
 node's inputs, whether it runs, which rules made it), and given a reason:
 
-- the chosen one: the cheapest runnable expansion (extraction's choice), with how
-  much it saves over the next cheapest runnable one;
+- the chosen one: extraction's choice, the cheapest runnable expansion, with how
+  much it saves over the next cheapest runnable one (where the greedy extractor's
+  local search left a cheaper one, the report says so: it is not exact);
 - another runnable one: how much more it costs than the chosen one;
 - one that does not run: "not runnable: needs X", X the ops it would need that the
   backend lacks (its own op, or the ops of every form of a value it needs that has
@@ -105,11 +106,17 @@ def _reason(alt: Alternative, chosen: Alternative | None, runner_up: Alternative
         if runner_up is None:
             return "chosen: the only runnable expansion"
         assert alt.cost is not None and runner_up.cost is not None
+        if runner_up.cost < alt.cost:  # the greedy extractor's local search is not exact
+            return (f"chosen by extraction, though {_shown(runner_up, names)} costs {alt.cost - runner_up.cost:,.2f}"
+                    " less (the greedy extractor's local search missed this switch; --extractor exact solves for"
+                    " the optimum)")
         return (f"chosen: the cheapest runnable expansion, {runner_up.cost - alt.cost:,.2f} less than"
                 f" {_shown(runner_up, names)}")
     if chosen is None:
         return "runnable; the lowered graph does not need this value"
     assert alt.cost is not None and chosen.cost is not None
+    if alt.cost < chosen.cost:
+        return f"runnable, {chosen.cost - alt.cost:,.2f} less than the chosen {_shown(chosen, names)}"
     return f"runnable, {alt.cost - chosen.cost:,.2f} more than the chosen {_shown(chosen, names)}"
 
 

@@ -36,6 +36,10 @@ x is multiplied only with the output channels of group g.
   Reshape: `dymat`, the same elements in the same order); the sum over l is a batched
   MatMul, the sum over n a Reduce Sum, and the [G, Og, Cg*KH*KW] result is
   weight_shape's layout row by row (a Reshape).
+- conv-bwd-weight-im2col-t: the same sum as the transposed product,
+  grad_w^T = sum_n u(n) dy_flat(n)^T ([G, Cg*KH*KW, Og]), transposed back after the sum
+  over n: it transposes dy and the weight-sized result instead of the unfolded input,
+  which is KH*KW times larger than x (cheaper unless the kernels' launches dominate).
 """
 
 from __future__ import annotations
@@ -68,4 +72,8 @@ RULES: tuple[Rule, ...] = (
          _W_LHS.format(crop="crop"),
          "(Reshape wshape (Reduce.Sum [0] 0 (MatMul (Reshape dymat dy) "
          "(Transpose [0,1,3,2] (Im2Col k s p d g x)))))", group="backward"),
+    rule("conv-bwd-weight-im2col-t", "d conv / dw = (sum_n im2col(x)(n) dy_flat(n)^T)^T, per group",
+         _W_LHS.format(crop="crop"),
+         "(Reshape wshape (Transpose [0,2,1] (Reduce.Sum [0] 0 (MatMul (Im2Col k s p d g x) "
+         "(Transpose [0,1,3,2] (Reshape dymat dy))))))", group="backward"),
 )
