@@ -21,12 +21,12 @@ NO_TRANSPOSE, NEITHER = str(BACKENDS_DIR / "conv_no_transpose.json"), str(BACKEN
 CONV = {"stride": [2, 2], "padding": [1, 1], "dilation": [1, 1], "groups": 1}
 
 
-def strided_conv_step() -> Graph:
+def strided_conv_step(dtype: str = "f32") -> Graph:
     """One strided convolution and its input, weight and bias gradients."""
     b = GraphBuilder("strided_conv")
-    x, w = b.input("x", [2, 3, 8, 8]), b.param("w", [4, 3, 3, 3])
+    x, w = b.input("x", [2, 3, 8, 8], dtype), b.param("w", [4, 3, 3, 3], dtype)
     y = b.op("Conv2d", x, w, **CONV)
-    dy = b.input("dy", b.meta(y)[0])
+    dy = b.input("dy", b.meta(y)[0], dtype)
     dx = b.op("Conv2dBackwardInput", dy, w, input_shape=[2, 3, 8, 8], **CONV)
     dw = b.op("Conv2dBackwardWeight", x, dy, weight_shape=[4, 3, 3, 3], **CONV)
     return b.build([y, dx, dw, b.reduce("Sum", dy, [0, 2, 3])])
@@ -126,6 +126,23 @@ def test_the_html_page_has_a_convolutions_section(ex: Exploration) -> None:
     for b in BACKENDS:
         assert f"<b>{b}</b>" in section
     assert "conv-bwd-input-conv + conv-im2col" in section
+
+
+def test_half_precision_shows_the_expansions_of_the_float32_op(convs: dict[str, dict[str, Any]]) -> None:
+    half = {c["op"]: c for c in explore(strided_conv_step("f16"), "metal", compare=[NO_TRANSPOSE, NEITHER])
+            .report()["convolutions"]}
+    for op, c in half.items():
+        names = {e["expansion"] for e in c["expansions"]}
+        # the f16 kernel as is, and each expansion of the f32 one (computed between Casts)
+        assert names == {"as is", "as is (in f32)"} | {e["expansion"] + " (in f32)" for e in convs[op]["expansions"]
+                                                        if not e["original"]}
+        for b in BACKENDS:
+            chosen = [e["backends"][b] for e in c["expansions"] if e["backends"][b]["chosen"]]
+            assert len(chosen) == 1 and chosen[0]["cost"] == min(
+                e["backends"][b]["cost"] for e in c["expansions"] if e["backends"][b]["legal"])
+    chosen = {b: st["chosen"] for b, st in half["Conv2dBackwardInput"]["backends"].items()}
+    assert chosen == {b: f"{name} (in f32)" for b, name in
+                      {b: st["chosen"] for b, st in convs["Conv2dBackwardInput"]["backends"].items()}.items()}
 
 
 def test_a_graph_without_convolutions_has_no_section() -> None:

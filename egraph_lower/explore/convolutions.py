@@ -14,6 +14,11 @@ node's inputs, whether it runs, which rules made it), and given a reason:
   backend lacks (its own op, or the ops of every form of a value it needs that has
   no runnable form), or "needs its own value" for an e-graph cycle.
 
+A half-precision node (f16, bf16) whose expansions compute in float32 holds its
+backend kernel ("as is") and `Cast(op(Cast(inputs)))`; the expansions are those of
+the float32 op inside, each named with "(in f32)" and costed with the Casts around it
+(the Cast form's cost, less the float32 value's form in it, plus the expansion's).
+
 An expansion is named by the rules that made its e-node from the node, in the order
 they applied, joined with " + " ("as is" for the node itself): `conv-bwd-input-conv +
 conv-im2col` is the input gradient as a convolution, that convolution then as im2col and
@@ -27,9 +32,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from ..convert import is_own
-from ..egraph.language import REF
+from ..egraph.language import CTORS, REF, plain
 from ..rules.dsl import App, Rule
 from .alternatives import Alternative, Choice, Describer, label
 
@@ -37,6 +43,7 @@ if TYPE_CHECKING:
     from . import Exploration
 
 CONV_OPS = ("Conv2d", "Conv2dBackwardInput", "Conv2dBackwardWeight")
+OPS_OF = {name: c.op for name, c in CTORS.items()}  # constructor -> format op
 MAX_NEEDS = 6  # missing ops named per expansion
 
 
@@ -120,6 +127,41 @@ def _reason(alt: Alternative, chosen: Alternative | None, runner_up: Alternative
     return f"runnable, {alt.cost - chosen.cost:,.2f} more than the chosen {_shown(chosen, names)}"
 
 
+def _f32_form(d: Describer, choice: Choice) -> tuple[Alternative, int] | None:
+    """A half-precision node's Cast form and the class of the float32 op it rounds, or None."""
+    t = d.t
+    for a in choice.alternatives:
+        if not a.original and t.ctor[a.enode] == "Cast" and len(t.children[a.enode]) == 1:
+            k = t.children[a.enode][0]
+            if any(plain(t.ctor[m]) == plain(t.ctor[o]) for m in d.nodes_by_class[k]
+                   for o in d.nodes_by_class[choice.eclass] if o != a.enode and t.ctor[o] != REF):
+                return a, k
+    return None
+
+
+def forms(d: Describer, choice: Choice) -> tuple[Choice, int | None]:
+    """The node's expansions on one backend: its class's e-nodes, the Cast form of a half-precision
+    node replaced by the forms of the float32 op it rounds (see the module docstring); and that op's
+    class (None for a node without one)."""
+    found = _f32_form(d, choice)
+    if found is None:
+        return choice, None
+    cast, k = found
+    t = d.t
+    m = next(m for m in d.nodes_by_class[k] if t.ctor[m] != REF and plain(t.ctor[m]) == t.ctor[m]
+             and OPS_OF.get(t.ctor[m]) == choice.node.op)
+    inputs_new, region, _ = d.switch(k, m)
+    inner = [d.alternative(k, n, (inputs_new, region)) for n in d.nodes_by_class[k] if t.ctor[n] != REF]
+    ref = next((a.cost for a in inner if a.enode == d.form_of(k)), None)
+    alts = [a for a in choice.alternatives if a is not cast]
+    for a in inner:
+        legal = a.legal and cast.legal
+        cost = None if not legal or cast.cost is None or ref is None or a.cost is None else cast.cost - ref + a.cost
+        alts.append(replace(a, legal=legal, cost=cost, chosen=a.chosen and cast.chosen,
+                            ops={**a.ops, "Cast": a.ops.get("Cast", 0) + cast.ops.get("Cast", 1)}))
+    return Choice(choice.node, choice.eclass, alts), k
+
+
 def _entries(choice: Choice, d: Describer, names: Mapping[int, str]) -> dict[int, dict[str, Any]]:
     """Per e-node of the class, its description on one backend."""
     chosen = choice.chosen
@@ -134,10 +176,14 @@ def convolution(ex: Exploration, node_id: int) -> dict[str, Any]:
     """The per-backend view of one convolution node (see the module docstring)."""
     node = ex.graph.by_id[node_id]
     backends = list(ex.lowered)
-    choices = {b: ex.choice(node_id, b) for b in backends}
-    main = choices[backends[0]]
+    both = {b: forms(ex.lowered[b].describer, ex.choice(node_id, b)) for b in backends}
+    choices = {b: ch for b, (ch, _) in both.items()}
+    main, inner = both[backends[0]]
     rules = {r.name: r for r in ex.saturated.rules}
-    names = {a.enode: expansion_name(ex.main.describer, rules, main.eclass, a) for a in main.alternatives}
+    d = ex.main.describer
+    names = {a.enode: expansion_name(d, rules, main.eclass, a) if inner is None or d.t.eclass[a.enode] != inner
+             else (" + ".join(made_by(d, rules, inner, a.enode)) or "as is") + " (in f32)"
+             for a in main.alternatives}
     per = {b: _entries(choices[b], ex.lowered[b].describer, names) for b in backends}
     expansions = [{"expansion": names[a.enode], "op": a.label, "original": a.original,
                    "backends": {b: per[b][a.enode] for b in backends}}
