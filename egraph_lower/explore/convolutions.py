@@ -29,10 +29,9 @@ rule that lowers that Conv2d).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from ..convert import is_own
 from ..egraph.language import CTORS, REF, plain
@@ -148,8 +147,10 @@ def forms(d: Describer, choice: Choice) -> tuple[Choice, int | None]:
         return choice, None
     cast, k = found
     t = d.t
-    m = next(m for m in d.nodes_by_class[k] if t.ctor[m] != REF and plain(t.ctor[m]) == t.ctor[m]
-             and OPS_OF.get(t.ctor[m]) == choice.node.op)
+    m = next((m for m in d.nodes_by_class[k] if t.ctor[m] != REF and plain(t.ctor[m]) == t.ctor[m]
+              and OPS_OF.get(t.ctor[m]) == choice.node.op), None)
+    if m is None:
+        return choice, None
     inputs_new, region, _ = d.switch(k, m)
     inner = [d.alternative(k, n, (inputs_new, region)) for n in d.nodes_by_class[k] if t.ctor[n] != REF]
     ref = next((a.cost for a in inner if a.enode == d.form_of(k)), None)
