@@ -120,7 +120,7 @@ def _feeds(graph: el.Graph, dtype: str = "f32") -> dict[str, np.ndarray]:
 
 @pytest.mark.parametrize("backend", ["cpu", "mlx", "metal", "tpu", "wgpu", str(BACKENDS_DIR / "conv_no_transpose.json"),
                                      str(BACKENDS_DIR / "conv_neither.json")])
-@pytest.mark.parametrize("case", CASES[:3])
+@pytest.mark.parametrize("case", CASES)
 def test_the_gradients_lower_legally_and_correctly(backend: str, case: tuple[Any, ...]) -> None:
     graph = conv_step(case)
     target = el.load_backend(backend)
