@@ -4,6 +4,7 @@ side, with which one each backend chose and why (the JSON report, the text summa
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -165,3 +166,21 @@ def test_cli_explore_writes_the_convolutions(tmp_path: Path) -> None:
     assert chosen["Conv2dBackwardInput"]["metal"] == "conv-bwd-input-transpose"
     assert "convolutions (3" in done.stdout
     assert el.load_backend("wgpu").runs("Conv2d") is False
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed (apt-get install chromium)")
+def test_the_convolutions_section_in_a_browser(ex: Exploration, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    page.write_text(ex.to_html())
+    done = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+                           "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [ln for ln in done.stderr.splitlines() if ":CONSOLE" in ln] == []
+    dom = done.stdout
+    section = dom[dom.index('<h2 id="convolutions">'):dom.index('<h2 id="choices">')]
+    assert section.count('class="panel choice conv"') == 3
+    # one verdict row per backend and convolution, one chosen cell per backend and convolution
+    assert section.count('<table class="verdicts">') == 3
+    assert section.count('class="num chosen"') == 3 * len(BACKENDS)
