@@ -26,6 +26,7 @@ import numpy as np
 
 from ..egraph import language
 from ..evaluate import activation, apply
+from ..graph import Node
 from ..opdefs import OPDEFS
 from .dsl import App, Rule, variables
 
@@ -268,14 +269,43 @@ def _dropout_domain(rule: Rule, dtype: str) -> dict[str, object]:
     return {"scale": 1.0 / 0.7, "x": v, "dy": v, "mask": mask}
 
 
-def _embedding_domain(rule: Rule, dtype: str) -> dict[str, object]:
-    """weight [6, 4] of mixed magnitudes; indices [3, 5] with repeats and every row but one used."""
+def _bound_fields(rule: Rule, attrs: dict[str, object], first: tuple[int, ...]) -> Env | None:
+    """The primitive variables of the rule's lhs bound to the fields that a node of its op with `attrs`
+    and a first input of shape `first` is loaded with (`language.encode`: the fields derived from the
+    attributes and that shape included); None where a literal field of the lhs differs, so the rule
+    would not match such a node."""
+    lhs = rule.lhs
+    assert isinstance(lhs, App)
+    node = Node(0, language.CTORS[lhs.ctor].op, (), (), "f32", dict(attrs))
+    ctor, values = language.encode(node, len(first), first)
+    if language.plain(ctor) != language.plain(lhs.ctor):
+        return None
+    env: Env = {}
+    for param, value in zip(lhs.params, values):
+        if param[:1].islower():
+            env[param] = value
+        elif str(value) != param and not (isinstance(value, float) and value == float(param)):
+            return None
+    return env
+
+
+def _embedding_domain(rule: Rule, dtype: str) -> list[Env]:
+    """weight [6, 4] of mixed magnitudes; indices [3, 5] with repeats and one row never used, with
+    padding row 1 (used three times), row 0 and none (-1); indices [7] over 4 rows (3 used, the
+    padding row the last); indices [2, 2, 3] all equal (one row gets every dy). dy of mixed signs
+    and magnitudes. Each case only for the rules whose lhs matches it (a padding row or none)."""
     rng = np.random.default_rng(3)
-    weight = rng.standard_normal((6, 4)) * np.array([1e-3, 1.0, 30.0, 1e3])
-    i = np.array([[0, 1, 1, 2, 3], [3, 3, 3, 4, 0], [2, 1, 0, 4, 4]])
-    dy = rng.choice(np.array(_DY), size=(3, 5, 4))
-    return {"weight": _round(weight, dtype), "i": i, "indices": i, "g": _round(dy, dtype),
-            "nw": 6, "pad": 1.0, "wshape": "[6,1,1,1]", "dperm": "[2,0,1]", "paxes": "[2,3]", "iaxes": "[0,1]"}
+    weight = _round(rng.standard_normal((6, 4)) * np.array([1e-3, 1.0, 30.0, 1e3]), dtype)
+    cases = [(np.array([[0, 1, 1, 2, 3], [3, 3, 3, 4, 0], [2, 1, 0, 4, 4]]), 6, 4, pad) for pad in (1, 0, -1)]
+    cases += [(np.array([0, 2, 2, 3, 0, 3, 3]), 4, 3, pad) for pad in (3, -1)]
+    cases += [(np.full((2, 2, 3), 2), 5, 4, pad) for pad in (-1, 4)]
+    envs: list[Env] = []
+    for i, w, d, pad in cases:
+        dy = rng.choice(np.array(_DY), size=i.shape + (d,)) * rng.uniform(0.5, 2.0, size=i.shape + (d,))
+        bound = _bound_fields(rule, {"num_weights": w, "padding_idx": pad}, tuple(dy.shape))
+        if bound is not None:
+            envs.append({**bound, "weight": weight[:w, :d], "i": i, "indices": i, "g": _round(dy, dtype)})
+    return envs
 
 
 def _pool_domain(rule: Rule, dtype: str) -> dict[str, object]:
