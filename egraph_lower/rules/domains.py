@@ -329,6 +329,7 @@ def _pool_domain(rule: Rule, dtype: str) -> dict[str, object]:
         x[1, 2] = -np.inf
         out = pool_math.max_out(attrs, ishape[2:])
         env["idx"] = pool_math.max_pool(attrs, x)[1]
+        env.update(dflat=f"[2,3,{out[0] * out[1]}]", plane=ishape[2] * ishape[3])
     elif op == "AvgPool2dBackward":
         out = pool_math.avg_out(attrs, ishape[2:])
     else:
