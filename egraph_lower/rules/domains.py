@@ -20,7 +20,7 @@ and dy scaled so that each term dy (x - mean)/std is finite in d. Softmax: see
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -269,7 +269,7 @@ def _dropout_domain(rule: Rule, dtype: str) -> dict[str, object]:
     return {"scale": 1.0 / 0.7, "x": v, "dy": v, "mask": mask}
 
 
-def _bound_fields(rule: Rule, attrs: dict[str, object], first: tuple[int, ...]) -> Env | None:
+def _bound_fields(rule: Rule, attrs: Mapping[str, object], first: tuple[int, ...]) -> Env | None:
     """The primitive variables of the rule's lhs bound to the fields that a node of its op with `attrs`
     and a first input of shape `first` is loaded with (`language.encode`: the fields derived from the
     attributes and that shape included); None where a literal field of the lhs differs, so the rule
@@ -530,11 +530,31 @@ def _param_activation_domain(rule: Rule, dtype: str) -> dict[str, object]:
     return env
 
 
-def _slice_domain(rule: Rule, dtype: str) -> dict[str, object]:
-    """g of shape (3, 4): the gradient of x[:, -7:6] for x of shape (3, 9) (the start clamped from the end):
-    2 zeros before and 3 after on axis 1."""
-    g = np.random.default_rng(3).choice(np.array(_DY), size=(3, 4))
-    return {"axis": 1, "start": -7, "end": 6, "size": 9, "before": 2, "after": 3, "g": _round(g, dtype)}
+# (size, start, end, step) of the slices whose gradients the slicing rules are checked on: Python's
+# clamping of negative and too large bounds, steps that fill the axis exactly, leave zeros after the
+# run or run past the end (a cut), a step larger than the axis, and empty slices
+_SLICES = (
+    (9, -7, 6, 1), (6, 0, 6, 1), (6, 4, 2, 1), (8, 0, 8, 2), (8, 1, 8, 2), (9, 0, 9, 2), (10, 0, 5, 2),
+    (7, 0, 100, 3), (5, 2, 3, 7), (6, -100, -2, 4), (5, 1, 50, 2), (10, -9, -1, 3), (6, -1, -5, 2),
+    (4, 3, 2**62, 5),
+)
+
+
+def _slice_domain(rule: Rule, dtype: str) -> list[Env]:
+    """g the gradient of each slice of `_SLICES`, on axis 1 of a rank-2 input [3, size] and on axis 0
+    of a rank-3 one [size, 2, 2] (axis -3); only the slices the rule's lhs matches (`slice-bwd-pad`:
+    step 1)."""
+    rng = np.random.default_rng(3)
+    envs: list[Env] = []
+    for size, start, end, step in _SLICES:
+        n = len(range(*slice(start, end, step).indices(size)))
+        for axis, shape in ((1, (3, n)), (-3, (n, 2, 2))):
+            attrs = {"axis": axis, "start": start, "end": end, "step": step, "size": size}
+            bound = _bound_fields(rule, attrs, shape)
+            if bound is not None:
+                g = rng.choice(np.array(_DY), size=shape) * rng.uniform(0.5, 2.0, size=shape)
+                envs.append({**bound, "g": _round(g, dtype)})
+    return envs
 
 
 DOMAINS["activation_params"] = _param_activation_domain
