@@ -104,6 +104,6 @@ def test_a_backend_with_scatter_add_can_take_the_scatter_form() -> None:
     "(Pad axis after before (Slice axis 0 keep 1 (Reshape spread (Pad inner 0 gap (Reshape col g)))))",
 ])
 def test_the_checker_catches_a_wrong_interleave(rhs: str) -> None:
-    lhs = "(SliceBackward axis start end step size before after keep cut inner gap col spread g)"
+    lhs = "(SliceBackward axis start end step size before after keep cut strided inner gap col spread g)"
     broken = rule("broken", "wrong on purpose", lhs, rhs, group="backward")
     assert not all(check_rule(broken, d).ok for d in ("f64", "f32"))

@@ -156,14 +156,15 @@ def _derived(name: str, fn: Any, shaped: bool = False) -> Field:
 
 
 # SliceBackward's e-node fields beyond its attributes: the zeros before and after the run of dy's values
-# (step 1: dy itself), how much of the run is kept and cut (`_run`), the axis after `axis` and step - 1
-# (where the interleave pads), dy's shape with [n, 1] on the axis and with n * step
+# (step 1: dy itself), how much of the run is kept and cut (`_run`), 1 if step > 1 (else 0), the axis
+# after `axis` and step - 1 (where the interleave pads), dy's shape with [n, 1] on the axis and with n * step
 _SLICE_BWD_FIELDS = _SLICE_FIELDS + (
     integer("size"),
     _derived("before", lambda a, rank: _before(a)),
     _derived("after", lambda a, rank: _after(a)),
     _derived("keep", lambda a, rank: _run(a)[1]),
     _derived("cut", lambda a, rank: _run(a)[2]),
+    _derived("strided", lambda a, rank: int(int(a["step"]) > 1)),
     _derived("inner", lambda a, rank: int(a["axis"]) % rank + 1 if rank else 1),
     _derived("gap", lambda a, rank: int(a["step"]) - 1),
     _derived("col", lambda a, shape: _with_axis(a, shape, [shape[int(a["axis"]) % len(shape)], 1]), shaped=True),

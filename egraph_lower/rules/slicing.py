@@ -5,7 +5,7 @@ clamping included, and from dy's shape [.., n, ..] (n values on `axis`):
 
 - `slice-bwd-pad` (step 1): the slice took n consecutive positions, so its gradient is dy
   with `before` zeros ahead and `after` behind.
-- `slice-bwd-interleave*` (any step k): dy reshaped to [.., n, 1, ..] and padded with k - 1
+- `slice-bwd-interleave*` (step k > 1): dy reshaped to [.., n, 1, ..] and padded with k - 1
   zeros after each value ([.., n, k, ..]), reshaped to [.., n k, ..], is dy's values at 0, k,
   2k, ...; of that run `keep` = min(n k, size - before) fit after the first position (the
   `cut` = n k - keep trailing zeros that do not are sliced off), then `before` zeros ahead and
@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from .dsl import Rule, rule
 
-def _lhs(step: object = "step", before: object = "before", after: object = "after", cut: object = "cut") -> str:
+def _lhs(step: object = "step", before: object = "before", after: object = "after", cut: object = "cut",
+         strided: object = "strided") -> str:
     """SliceBackward's pattern with some fields fixed to literals (the case a rule is for)."""
-    return f"(SliceBackward axis start end {step} size {before} {after} keep {cut} inner gap col spread g)"
+    return f"(SliceBackward axis start end {step} size {before} {after} keep {cut} {strided} inner gap col spread g)"
 
 
 
@@ -34,7 +35,8 @@ _ZEROS = {"zeros": "(Pad axis size 0 (Slice axis 0 0 1 g))"}
 
 
 def _interleave(suffix: str, cut: bool, placed: bool, identity: str) -> Rule:
-    lhs = _lhs(before="before" if placed else 0, after="after" if placed and not cut else 0, cut="cut" if cut else 0)
+    lhs = _lhs(before="before" if placed else 0, after="after" if placed and not cut else 0, cut="cut" if cut else 0,
+               strided=1)
     rhs = "(Slice axis 0 keep 1 run)" if cut else "run"
     if placed:
         rhs = f"(Pad axis before {'0' if cut else 'after'} {rhs})"
