@@ -197,6 +197,7 @@ _PADDING = Attr("padding_idx", attr_check("padding_idx", lambda v: is_int(v) and
 _IOTA_DTYPE_FIELD = Field("dtype", STRING, lambda v, rank: str(v).upper(), lambda v: str(v).lower())
 _IOTA_DTYPE = Attr("dtype", one_of(tuple(d for d in DTYPES if d != "bool"), "Iota dtype"))
 
+
 def _positions(dy_shape: Sequence[int]) -> int:
     """M: the number of index positions of an embedding gradient dy [i1..ik, D]."""
     return math.prod(dy_shape[:-1])

@@ -1,11 +1,18 @@
-"""Dropout, embeddings and the NLL loss in primitives (Where, Binary, Compare, Reduce, Transpose, and
-the index primitives Iota, Take, Gather).
+"""Dropout, embeddings and the NLL loss in primitives (Where, Binary, Compare, Reduce, Transpose,
+MatMul, and the index primitives Iota, Take, Gather, ScatterAdd).
 
 The rules cannot compute a shape: every tensor of the right-hand side takes its shape
-from a child by broadcasting or from a field derived from the rank of the op's first
-input. So the class axis is moved first with `perm` ([1, 0, 2, ...], its own inverse):
-in logp^T [C, N, d...] the one-hot `Iota_0(logp^T) == t` broadcasts against the
-target [N, d...] as it is. With t' = where(t != ignore, t, 0) (a safe index) and
+from a child by broadcasting or from a field of the e-node, computed when the graph is
+loaded from the op's attributes and its first input's rank (or shape). Embedding's
+backward has three forms: a one-hot [W, 1.., i1..ik] selecting dy, summed over the index
+axes (`embedding-bwd-onehot`); a scatter-add of dy's rows [M, D] into zeros [W, D]
+(`embedding-bwd-scatter`, only where the backend runs ScatterAdd); the one-hot [W, M] as a
+float times dy's rows, a MatMul (`embedding-bwd-matmul`); the last two in a form with and
+one without a padding row (a literal field).
+
+For the NLL loss the class axis is moved first with `perm` ([1, 0, 2, ...], its own
+inverse): in logp^T [C, N, d...] the one-hot `Iota_0(logp^T) == t` broadcasts against
+the target [N, d...] as it is. With t' = where(t != ignore, t, 0) (a safe index) and
 w = where(t != ignore, weight[t'], 0):
 
     nll-*-onehot   picked = sum_0(where(onehot, logp^T, 0))
