@@ -12,8 +12,11 @@ clamping included, and from dy's shape [.., n, ..] (n values on `axis`):
   `after` behind. Four rules, one per case, so that none does a copy that changes nothing:
   no cut and no zeros to add (x[::2] of an even size), no cut, a cut and no zeros to add, a
   cut (then there is nothing after it).
-- `slice-bwd-scatter`: dy scatter-added into zeros of the input's shape at the positions the
-  slice took, which are the slice of the positions Iota(axis); only for a backend with ScatterAdd.
+- `slice-bwd-scatter` (step > 1): dy scatter-added into zeros of the input's shape at the
+  positions the slice took, which are the slice of the positions Iota(axis); only for a backend
+  with ScatterAdd. Not for step 1, where one Pad moves the same bytes in one kernel (the many
+  step-1 gradients of a transformer's selects and splits would each grow the e-graph by five
+  e-nodes for a form that never wins).
 
 Zeros of dy's dtype are an empty slice of dy padded with zeros (the notation has no constant
 tensors).
@@ -54,6 +57,6 @@ RULES: tuple[Rule, ...] = (
     _interleave("-cut-pad", True, True, "slice_bwd(g) = pad((g with step - 1 zeros after each value)[:keep], "
                 "before, 0)"),
     rule("slice-bwd-scatter", "slice_bwd(g) = scatter_add(zeros, iota[start:end:step], g) along the axis",
-         _lhs(),
+         _lhs(strided=1),
          "(ScatterAdd axis zeros (Slice axis start end step (Iota.i64 axis zeros)) g)", group="backward", lets=_ZEROS),
 )
