@@ -4,6 +4,8 @@ float64; and the torch importer's slice_backward / select_backward as one SliceB
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -107,3 +109,20 @@ def test_the_checker_catches_a_wrong_interleave(rhs: str) -> None:
     lhs = "(SliceBackward axis start end step size before after keep cut strided inner gap col spread g)"
     broken = rule("broken", "wrong on purpose", lhs, rhs, group="backward")
     assert not all(check_rule(broken, d).ok for d in ("f64", "f32"))
+
+
+def test_where_a_reshape_costs_a_kernel_the_scatter_form_is_chosen_and_correct(tmp_path: Any) -> None:
+    """A backend file whose Reshape is no view but costs 100 (metal's: 0.1): the interleave reshapes
+    twice, the scatter not at all, so extraction takes the scatter; the result is still exact."""
+    spec = json.loads((Path(el.__file__).parent / "backends" / "metal.json").read_text())
+    spec["name"] = "metal_dear_reshape"
+    spec["cost"]["view"] = 100.0
+    (tmp_path / "b.json").write_text(json.dumps(spec))
+    backend = el.load_backend(str(tmp_path / "b.json"))
+    for case in SLICES:
+        if case[3] == 1:
+            continue
+        graph, feeds = slice_backward(*case)
+        result = el.lower(graph, backend)
+        assert "ScatterAdd" in result.graph.op_counts(), case
+        np.testing.assert_array_equal(el.evaluate(result.graph, feeds)[0], el.evaluate(graph, feeds)[0])
