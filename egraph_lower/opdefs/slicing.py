@@ -7,8 +7,8 @@
 - `SliceBackward{axis, start, end, step, size}(dy)`: the gradient of a Slice of an input
   whose `axis` is `size` long: zeros of that shape, with dy where the slice took its values.
   Its e-node also carries fields computed from the attributes and dy's shape, from which the
-  rules (`rules/slicing.py`) build its expansions: a Pad for step 1, an interleave of zeros
-  for any step, a scatter-add.
+  rules (`rules/slicing.py`) build its expansions: a Pad for step 1; for a larger step, dy
+  with zeros interleaved, or a scatter-add.
 
 Select (one index, the axis dropped) and its backward are not ops: the torch importer
 writes them as Slice + Reshape and Reshape + SliceBackward (see docs/format.md).
