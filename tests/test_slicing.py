@@ -32,14 +32,15 @@ def _ids(case: tuple[int, int, int, int]) -> str:
 
 
 def slice_backward(size: int, start: int, end: int, step: int, axis: int = 1) -> tuple[el.Graph, dict[str, Any]]:
+    """The gradient of x[start:end:step] on `axis` of x [3, 2, 2] with `size` there (axis 2 written as -1)."""
     n = len(range(*slice(start, end, step).indices(size)))
     shape = [3, 2, 2]
     shape[axis] = n
     b = GraphBuilder("slice_backward")
     dy = b.input("dy", shape, "f32")
-    graph = b.build([b.op("SliceBackward", dy, axis=axis - 3 if axis == 2 else axis, start=start, end=end, step=step,
+    graph = b.build([b.op("SliceBackward", dy, axis=-1 if axis == 2 else axis, start=start, end=end, step=step,
                           size=size)])
-    feeds = {"dy": np.random.default_rng(size * 31 + step).standard_normal(shape).astype(np.float32) + 1.5}
+    feeds = {"dy": np.random.default_rng(size * 31 + step).standard_normal(shape).astype(np.float32)}
     return graph, feeds
 
 
