@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import egraph_lower as el
 from egraph_lower.build import GraphBuilder
@@ -127,3 +129,16 @@ def test_where_a_reshape_costs_a_kernel_the_scatter_form_is_chosen_and_correct(t
         result = el.lower(graph, backend)
         assert "ScatterAdd" in result.graph.op_counts(), case
         np.testing.assert_array_equal(el.evaluate(result.graph, feeds)[0], el.evaluate(graph, feeds)[0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(size=st.integers(1, 12), start=st.integers(-16, 16), end=st.one_of(st.integers(-16, 16), st.just(2**62)),
+       step=st.integers(1, 14), backend=st.sampled_from(["metal", "wgpu"]))
+def test_any_slice_gradient_lowers_to_what_the_evaluator_says(size: int, start: int, end: int, step: int,
+                                                              backend: str) -> None:
+    graph, feeds = slice_backward(size, start, end, step)
+    lowered = el.lower(graph, backend).graph
+    assert "SliceBackward" not in lowered.op_counts()
+    want = np.zeros((3, size, 2), dtype=np.float32)
+    want[:, start:end:step] = feeds["dy"]
+    np.testing.assert_array_equal(el.evaluate(lowered, feeds)[0], want)
