@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import egraph_lower as el
 from egraph_lower.build import GraphBuilder
@@ -307,3 +309,19 @@ def test_explore_shows_the_scatter_chosen_for_metal_and_the_matmul_for_wgpu_on_a
 def test_the_checker_catches_a_wrong_embedding_expansion(lhs: str, rhs: str) -> None:
     broken = rule("broken", "wrong on purpose", lhs, rhs, group="backward")
     assert not all(check_rule(broken, d).ok for d in ("f64", "f32"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(w=st.integers(1, 7), ishape=st.lists(st.integers(0, 4), max_size=2), d=st.integers(1, 3),
+       pad=st.integers(-1, 6), backend=st.sampled_from(["metal", "wgpu"]), seed=st.integers(0, 2**16))
+def test_any_embedding_gradient_lowers_to_what_the_evaluator_says(w: int, ishape: list[int], d: int, pad: int,
+                                                                  backend: str, seed: int) -> None:
+    pad = pad if pad < w else -1
+    b = GraphBuilder("embedding_bwd")
+    dy, idx = b.input("dy", ishape + [d], "f32"), b.input("idx", ishape, "i64")
+    graph = b.build([b.op("EmbeddingBackward", dy, idx, num_weights=w, padding_idx=pad)])
+    rng = np.random.default_rng(seed)
+    feeds = {"dy": rng.standard_normal(ishape + [d]).astype(np.float32), "idx": rng.integers(0, w, size=ishape)}
+    lowered = el.lower(graph, backend).graph
+    assert "EmbeddingBackward" not in lowered.op_counts()
+    assert_lowering_matches(graph, lowered, feeds)
