@@ -297,6 +297,16 @@ def test_explore_shows_the_scatter_chosen_for_metal_and_the_matmul_for_wgpu_on_a
     assert costs["embedding-bwd-matmul"] < costs["embedding-bwd-onehot"]  # the one-hot sum is [W, D, M]
 
 
+def test_metal_takes_the_matmul_where_it_costs_less_than_the_scatter() -> None:
+    """Two rows and 100,000 positions: the scatter reads an index per element of dy (M x D x 8 bytes),
+    the one-hot is only [2, M]; by metal's cost model the MatMul wins, as it should."""
+    graph = embedding_backward(100_000, 64, 2, -1)
+    (node,) = [n for n in graph.nodes if n.op == "EmbeddingBackward"]
+    alts = {a["rules"][0]: a for a in el.explore(graph, "metal").alternatives(node.id) if a["rules"]}
+    assert alts["embedding-bwd-matmul"]["chosen"] and alts["embedding-bwd-scatter"]["legal"]
+    assert alts["embedding-bwd-matmul"]["cost"] < alts["embedding-bwd-scatter"]["cost"]
+
+
 @pytest.mark.parametrize(("lhs", "rhs"), [
     # the padding row's positions not zeroed
     ("(EmbeddingBackward nw pad wshape dperm paxes iaxes 1 flat icol irow wm g indices)",
