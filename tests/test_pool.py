@@ -139,8 +139,8 @@ def test_pool_rules_pass_the_numerical_check(name: str, dtype: str) -> None:
 
 
 def test_pool_rules_are_stated() -> None:
-    assert {"maxpool-bwd-onehot", "maxpool-bwd-separable", "maxpool-bwd-scatter"} <= set(POOL_RULES)
-    assert len(POOL_RULES) == 7
+    assert {"maxpool-bwd-onehot", "maxpool-bwd-separable", "maxpool-bwd-scatter", "avgpool-bwd-cols-first",
+            "avgpool-bwd-rows-first", "adaptive-avgpool-bwd-cols-first", "adaptive-avgpool-bwd-rows-first"} <= set(POOL_RULES)
 
 
 def _document(nodes: list[dict[str, Any]], version: int = 2) -> str:
