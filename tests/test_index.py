@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import egraph_lower as el
 from egraph_lower.build import GraphBuilder
+from egraph_lower.dtypes import to_numpy
 from egraph_lower.errors import GraphError, LowerError
 from egraph_lower.evaluate import apply
+from egraph_lower.explore import explore
+from egraph_lower.rules.check import check_rule
+from egraph_lower.rules.dsl import rule
 from support import assert_lowering_matches
 
 BACKENDS = ("cpu", "mlx", "metal", "tpu", "wgpu")
@@ -246,3 +252,86 @@ def test_embedding_backward_of_one_index_axis_lowers(backend: str) -> None:
     feeds = {"dy": np.random.default_rng(6).standard_normal((6, 3)).astype(np.float32),
              "idx": np.array([0, 1, 1, 3, 3, 3])}
     _check_lowered(graph, backend, feeds)
+
+
+# ---- the embedding gradient's expansions: scatter-add where the backend has ScatterAdd, else a MatMul
+
+def embedding_backward(m: int, d: int, w: int, padding_idx: int, dtype: str = "f32") -> el.Graph:
+    b = GraphBuilder("embedding_bwd")
+    dy, idx = b.input("dy", [m, d], dtype), b.input("idx", [m], "i64")
+    return b.build([b.op("EmbeddingBackward", dy, idx, num_weights=w, padding_idx=padding_idx)])
+
+
+def embedding_feeds(m: int, d: int, w: int, dtype: str = "f32") -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(8)
+    idx = rng.integers(0, w, size=m)
+    idx[: m // 3] = 1  # one row (the padding row in some cases) gets many positions
+    return {"dy": (rng.standard_normal((m, d)) * 10.0 ** rng.integers(-2, 3, size=(m, d))).astype(to_numpy(dtype)),
+            "idx": idx}
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+@pytest.mark.parametrize("padding_idx", [1, 0, -1])
+@pytest.mark.parametrize(("backend", "has", "lacks"), [("metal", "ScatterAdd", "MatMul"), ("tpu", "ScatterAdd", "MatMul"),
+                                                       ("wgpu", "MatMul", "ScatterAdd")])
+def test_embedding_backward_scatters_where_the_backend_can_and_multiplies_a_one_hot_where_not(
+        backend: str, has: str, lacks: str, padding_idx: int, dtype: str) -> None:
+    graph = embedding_backward(40, 8, 30, padding_idx, dtype)
+    feeds = embedding_feeds(40, 8, 30, dtype)
+    result = el.lower(graph, backend)
+    counts = result.graph.op_counts()
+    assert has in counts and lacks not in counts and "EmbeddingBackward" not in counts
+    assert_lowering_matches(graph, result.graph, feeds)
+    got = el.evaluate(result.graph, feeds)[0]
+    if padding_idx >= 0:
+        np.testing.assert_array_equal(got[padding_idx], 0.0)
+
+
+def test_explore_shows_the_scatter_chosen_for_metal_and_the_matmul_for_wgpu_on_a_large_vocabulary() -> None:
+    graph = embedding_backward(512, 768, 50257, -1)
+    (node,) = [n for n in graph.nodes if n.op == "EmbeddingBackward"]
+    e = explore(graph, "metal", compare=("wgpu",))
+    chosen = {b: [a["rules"] for a in e.alternatives(node.id, b) if a["chosen"]] for b in ("metal", "wgpu")}
+    assert chosen == {"metal": [["embedding-bwd-scatter"]], "wgpu": [["embedding-bwd-matmul"]]}
+    costs = {a["rules"][0]: a["cost"] for a in e.alternatives(node.id, "wgpu") if a["rules"]}
+    assert costs["embedding-bwd-matmul"] < costs["embedding-bwd-onehot"]  # the one-hot sum is [W, D, M]
+
+
+def test_metal_takes_the_matmul_where_it_costs_less_than_the_scatter() -> None:
+    """Two rows and 100,000 positions: the scatter reads an index per element of dy (M x D x 8 bytes),
+    the one-hot is only [2, M]; by metal's cost model the MatMul wins, as it should."""
+    graph = embedding_backward(100_000, 64, 2, -1)
+    (node,) = [n for n in graph.nodes if n.op == "EmbeddingBackward"]
+    alts = {a["rules"][0]: a for a in el.explore(graph, "metal").alternatives(node.id) if a["rules"]}
+    assert alts["embedding-bwd-matmul"]["chosen"] and alts["embedding-bwd-scatter"]["legal"]
+    assert alts["embedding-bwd-matmul"]["cost"] < alts["embedding-bwd-scatter"]["cost"]
+
+
+@pytest.mark.parametrize(("lhs", "rhs"), [
+    # the padding row's positions not zeroed
+    ("(EmbeddingBackward nw pad wshape dperm paxes iaxes 1 flat icol irow wm g indices)",
+     "(ScatterAdd 0 (Pad 0 nw 0 (Slice 0 0 0 1 (Reshape flat g))) (Expand flat (Reshape icol indices)) (Reshape flat g))"),
+    # the one-hot not transposed: [M, W] rows picked by position, not by index
+    ("(EmbeddingBackward nw pad wshape dperm paxes iaxes 0 flat icol irow wm g indices)",
+     "(MatMul (where (== (Iota.i64 1 (Expand wm (Reshape irow indices))) (Reshape irow indices)) 1 "
+     "(Reduce.Sum [0,1] 1 (Slice 0 0 0 1 (Reshape flat g)))) (Reshape flat g))"),
+])
+def test_the_checker_catches_a_wrong_embedding_expansion(lhs: str, rhs: str) -> None:
+    broken = rule("broken", "wrong on purpose", lhs, rhs, group="backward")
+    assert not all(check_rule(broken, d).ok for d in ("f64", "f32"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(w=st.integers(1, 7), ishape=st.lists(st.integers(0, 4), max_size=2), d=st.integers(1, 3),
+       pad=st.integers(-1, 6), backend=st.sampled_from(["metal", "wgpu"]), seed=st.integers(0, 2**16))
+def test_any_embedding_gradient_lowers_to_what_the_evaluator_says(w: int, ishape: list[int], d: int, pad: int,
+                                                                  backend: str, seed: int) -> None:
+    pad = pad if pad < w else -1
+    b = GraphBuilder("embedding_bwd")
+    dy, idx = b.input("dy", ishape + [d], "f32"), b.input("idx", ishape, "i64")
+    graph = b.build([b.op("EmbeddingBackward", dy, idx, num_weights=w, padding_idx=pad)])
+    rng = np.random.default_rng(seed)
+    feeds = {"dy": rng.standard_normal(ishape + [d]).astype(np.float32), "idx": rng.integers(0, w, size=ishape)}
+    lowered = el.lower(graph, backend).graph
+    assert "EmbeddingBackward" not in lowered.op_counts()
+    assert_lowering_matches(graph, lowered, feeds)

@@ -142,7 +142,8 @@ def test_training_steps_compile_whole_and_match_eager(backend: str, make, data) 
     model = make()
     inputs = data()
     want_loss, want = _step(model, inputs, seed=11)
-    be = elt.backend(backend, strict=True)
+    record: list[el.Graph] = []
+    be = elt.backend(backend, strict=True, record=record)
     compiled = torch.compile(model, backend=be, dynamic=False)
     for seed in (11, 12):  # a second step: the generator is consumed as in eager
         got_loss, got = _step(compiled, inputs, seed)
@@ -153,6 +154,9 @@ def test_training_steps_compile_whole_and_match_eager(backend: str, make, data) 
             torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
     assert be.unlowered_ops == {}
     assert {g.kind: g.status for g in be.graphs} == {"forward": "lowered", "backward": "lowered"}
+    if make is Embed:  # the embedding's gradient: a scatter-add where the backend has one, else a MatMul
+        ops = set().union(*(g.op_counts() for g in record))
+        assert ("ScatterAdd" in ops) == (backend == "metal") and "EmbeddingBackward" not in ops
 
 
 def test_an_fx_graph_round_trips_through_the_format() -> None:

@@ -139,7 +139,8 @@ def test_pool_rules_pass_the_numerical_check(name: str, dtype: str) -> None:
 
 
 def test_pool_rules_are_stated() -> None:
-    assert len(POOL_RULES) == 6
+    assert {"maxpool-bwd-onehot", "maxpool-bwd-separable", "maxpool-bwd-scatter", "avgpool-bwd-cols-first",
+            "avgpool-bwd-rows-first", "adaptive-avgpool-bwd-cols-first", "adaptive-avgpool-bwd-rows-first"} <= set(POOL_RULES)
 
 
 def _document(nodes: list[dict[str, Any]], version: int = 2) -> str:
@@ -189,10 +190,14 @@ def _max_backward_graph(shape: tuple[int, ...], attrs: dict[str, Any]) -> el.Gra
     return b.build([b.op("MaxPool2dBackward", dy, idx, **attrs, input_shape=list(shape))])
 
 
-@pytest.mark.parametrize("target", ["metal", "wgpu"])
-def test_extraction_weighs_the_max_pool_expansions_by_size(target: str) -> None:
-    """The plane one-hot is one op fewer; the separable form needs H + W, not H * W, per window:
-    on a small plane the first is cheaper, on a 32 x 32 plane the second."""
+@pytest.mark.parametrize(("target", "small", "large"), [
+    ("wgpu", "maxpool-bwd-onehot", "maxpool-bwd-separable"),
+    ("metal", "maxpool-bwd-scatter", "maxpool-bwd-scatter"),
+])
+def test_extraction_weighs_the_max_pool_expansions_by_size(target: str, small: str, large: str) -> None:
+    """Without ScatterAdd (wgpu): the plane one-hot is one op fewer; the separable form needs H + W,
+    not H * W, per window: on a small plane the first is cheaper, on a 32 x 32 plane the second. With
+    it (metal), the scatter-add reads each dy and index once: cheapest at both sizes."""
     attrs = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1]}
     won = {}
     for shape in ((2, 3, 4, 4), (8, 16, 32, 32)):
@@ -202,7 +207,30 @@ def test_extraction_weighs_the_max_pool_expansions_by_size(target: str) -> None:
         others = [a["cost"] for a in choice["alternatives"] if a["legal"]]
         assert chosen["cost"] == min(others)
         won[shape[-1]] = chosen["rules"]
-    assert won == {4: ["maxpool-bwd-onehot"], 32: ["maxpool-bwd-separable"]}
+    assert won == {4: [small], 32: [large]}
+
+
+@pytest.mark.parametrize("backend", ["metal", "tpu", "wgpu"])
+def test_max_pool_backward_with_overlapping_windows_and_ties_sends_each_gradient_to_its_index(backend: str) -> None:
+    """Kernel 3, stride 1: the centre element of a plane of equal values is inside nine windows;
+    the element each window's index names (the first maximum) gets that window's gradient, and
+    the gradients of windows naming the same element add up; compared with torch's own kernel."""
+    attrs = {"kernel": [3, 3], "stride": [1, 1], "padding": [1, 1], "dilation": [1, 1], "ceil_mode": False}
+    shape = (2, 2, 5, 5)
+    graph = _max_backward_graph(shape, attrs)
+    x = np.random.default_rng(9).integers(0, 3, size=shape).astype(np.float32)
+    x[0, 0] = 1.0  # all equal: every window ties
+    x[1, 1, 2, 2] = 9.0  # the maximum of the nine windows around it
+    dy = np.random.default_rng(10).standard_normal((2, 2, 5, 5)).astype(np.float32)
+    result = el.lower(graph, backend)
+    assert ("ScatterAdd" in result.graph.op_counts()) == (backend != "wgpu")
+    got = evaluate(result.graph, {"x": x, "dy": dy})[0]
+    torch = pytest.importorskip("torch")
+    xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    y = torch.nn.functional.max_pool2d(xt, 3, 1, 1)
+    y.backward(torch.tensor(dy, dtype=torch.float64))
+    np.testing.assert_allclose(got, xt.grad.numpy(), rtol=1e-6, atol=1e-6)
+    assert got[1, 1, 2, 2] == pytest.approx(float(dy[1, 1, 1:4, 1:4].sum()), rel=1e-6)
 
 
 def test_max_pool_backward_refuses_an_index_outside_the_plane() -> None:

@@ -136,6 +136,9 @@ def test_slicing_mappings_are_exact() -> None:
     imported, _ = _import(f, x, g)
     ops = {n.op for n in imported.graph.nodes}
     assert {"Slice", "Concat", "SliceBackward", "Reshape"} <= ops
+    # each slice_backward and select_backward is one SliceBackward (any step): the importer expands nothing
+    assert sorted(n.attrs["step"] for n in imported.graph.nodes if n.op == "SliceBackward") == [1, 1, 3, 4]
+    assert "Pad" not in ops
 
 
 def test_leaky_relu_backward_from_a_negative_slope_result_is_refused() -> None:

@@ -27,7 +27,7 @@ import numpy as np
 from ..arrays import Args, Attrs, _convert, _f, _finish, _round_float
 from ..dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES
 from ..errors import LowerError
-from .base import F64, STRING, Attr, Ctor, Field, Meta, OpDef, derived, head, integer, ints_text, number
+from .base import F64, I64, STRING, Attr, Ctor, Field, Meta, OpDef, derived, head, integer, ints_text, number
 from .meta import attr_check, float_dtype, is_int, one_of, show, show_shape
 
 
@@ -197,9 +197,17 @@ _PADDING = Attr("padding_idx", attr_check("padding_idx", lambda v: is_int(v) and
 _IOTA_DTYPE_FIELD = Field("dtype", STRING, lambda v, rank: str(v).upper(), lambda v: str(v).lower())
 _IOTA_DTYPE = Attr("dtype", one_of(tuple(d for d in DTYPES if d != "bool"), "Iota dtype"))
 
+
+def _positions(dy_shape: Sequence[int]) -> int:
+    """M: the number of index positions of an embedding gradient dy [i1..ik, D]."""
+    return math.prod(dy_shape[:-1])
+
+
 # EmbeddingBackward's e-graph fields beyond its attributes, for the rules (rank: dy's, k + 1 for k index
 # axes): padding_idx as an f64 (a literal of the rules), [num_weights, 1, ..., 1] (rank + 1 axes),
-# dy's perm moving D first, the index axes of [W, D, i1..ik] and the axes of the indices
+# dy's perm moving D first, the index axes of [W, D, i1..ik] and the axes of the indices; then, from
+# dy's shape [i1..ik, D] with M = i1 * .. * ik positions: 1 if there is a padding row (else 0), dy
+# flattened [M, D], the indices as a column [M, 1] and as a row [1, M], and the one-hot's shape [W, M]
 _EMBEDDING_BWD_FIELDS = (
     integer("num_weights"),
     Field("padding_idx", F64, lambda v, rank: float(v), lambda v: int(v)),
@@ -207,6 +215,15 @@ _EMBEDDING_BWD_FIELDS = (
     derived("dperm", STRING, lambda rank: ints_text([rank - 1, *range(rank - 1)] if rank else [])),
     derived("paxes", STRING, lambda rank: ints_text(range(2, rank + 1))),
     derived("iaxes", STRING, lambda rank: ints_text(range(max(rank - 1, 0)))),
+    Field("padded", I64, lambda v, rank: int(v >= 0), None, source="padding_idx"),
+    Field("flat", STRING, lambda v, shape: ints_text([_positions(shape), shape[-1]]), None,
+          source="num_weights", shaped=True),
+    Field("icol", STRING, lambda v, shape: ints_text([_positions(shape), 1]), None, source="num_weights",
+          shaped=True),
+    Field("irow", STRING, lambda v, shape: ints_text([1, _positions(shape)]), None, source="num_weights",
+          shaped=True),
+    Field("wm", STRING, lambda v, shape: ints_text([v, _positions(shape)]), None, source="num_weights",
+          shaped=True),
 )
 
 OPS: tuple[OpDef, ...] = (

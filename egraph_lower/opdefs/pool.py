@@ -27,6 +27,7 @@ is in `pool_math.py`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,7 +35,7 @@ import numpy as np
 
 from ..arrays import Args, Attrs, _f, _round_float
 from ..dtypes import FLOAT_DTYPES
-from .base import I64, Attr, Ctor, Field, Meta, OpDef, head, integer, ints, string
+from .base import I64, STRING, Attr, Ctor, Field, Meta, OpDef, head, integer, ints, ints_text, string
 from .meta import attr_check, check_shape, is_int, is_int_list, one_of, show_shape
 from . import pool_math as PM
 
@@ -262,9 +263,18 @@ OPS: tuple[OpDef, ...] = (
           sample=({"axis": 0, "input_shape": _IN}, (((2, 3, 3, 4), "f32"),))),
 )
 
+# MaxPool2dBackward's e-graph fields beyond its attributes, for the scatter rule: dy's shape with its
+# planes flattened ([N, C, OH * OW]) and the input's plane size H * W
+_MAX_BWD_FIELDS = _MAX_FIELDS + (
+    ints("input_shape"),
+    Field("dflat", STRING, lambda v, shape: ints_text([*shape[:2], math.prod(shape[2:])]), None,
+          source="input_shape", shaped=True),
+    Field("plane", I64, lambda v, rank: int(v[2]) * int(v[3]), None, source="input_shape"),
+)
+
 BACKWARD: tuple[OpDef, ...] = (
     OpDef("MaxPool2dBackward", ("dy", "indices"), _MAX_ATTRS + (_INPUT_SHAPE,), _infer_max_bwd, _op_max_bwd,
-          _ctor("MaxPool2dBackward", "MaxPool2dBackward", _MAX_FIELDS + (ints("input_shape"),), 2),
+          _ctor("MaxPool2dBackward", "MaxPool2dBackward", _MAX_BWD_FIELDS, 2),
           domain="maxpool", torch="max_pool2d_backward", backward=True, check=_check_padding,
           sample=({**_MAX_SAMPLE, "input_shape": _IN}, (((2, 3, 3, 3), "f32"), ((2, 3, 3, 3), "i64")))),
     OpDef("AvgPool2dBackward", ("dy",), _AVG_ATTRS + (_INPUT_SHAPE,), _infer_avg_bwd, _op_avg_bwd,

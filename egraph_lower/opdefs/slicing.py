@@ -6,8 +6,9 @@
 - `Concat{axis}(a, b)`: a then b along `axis` (every other dimension equal).
 - `SliceBackward{axis, start, end, step, size}(dy)`: the gradient of a Slice of an input
   whose `axis` is `size` long: zeros of that shape, with dy where the slice took its values.
-  Its e-node also carries `before` and `after`, the zeros before and after the slice for
-  step 1, from which the rule `slice-bwd-pad` builds a Pad.
+  Its e-node also carries fields computed from the attributes and dy's shape, from which the
+  rules (`rules/slicing.py`) build its expansions: a Pad for step 1; for a larger step, dy
+  with zeros interleaved, or a scatter-add.
 
 Select (one index, the axis dropped) and its backward are not ops: the torch importer
 writes them as Slice + Reshape and Reshape + SliceBackward (see docs/format.md).
@@ -22,7 +23,7 @@ import numpy as np
 
 from ..arrays import Args, Attrs, _convert
 from ..dtypes import to_numpy
-from .base import I64, WHOLE, Attr, Ctor, Field, Meta, OpDef, head, integer
+from .base import I64, STRING, WHOLE, Attr, Ctor, Field, Meta, OpDef, head, integer, ints_text
 from .meta import attr_check, is_int, join, show, show_shape
 
 
@@ -123,14 +124,53 @@ _AXIS_FIELD = Field("axis", I64, lambda v, rank: int(v) % rank if rank else int(
 _SLICE_FIELDS = (_AXIS_FIELD, integer("start"), integer("end"), integer("step"))
 
 
+def _run(attrs: Mapping[str, Any]) -> tuple[int, int, int]:
+    """(first, keep, cut) of a SliceBackward: dy's n values spread `step` apart (each followed by
+    step - 1 zeros) make a run of n * step that starts at the slice's first position; `keep` of it fit
+    in the axis (min(n * step, size - first)), `cut` trailing zeros of the last value's do not."""
+    size, step = int(attrs["size"]), int(attrs["step"])
+    span = _span(attrs, size)
+    first = span.start if span else 0
+    keep = min(len(span) * step, size - first)
+    return first, keep, len(span) * step - keep
+
+
 def _before(attrs: Mapping[str, Any]) -> int:
-    span = _span(attrs, int(attrs["size"]))
-    return span.start if span else 0
+    return _run(attrs)[0]
 
 
 def _after(attrs: Mapping[str, Any]) -> int:
-    span = _span(attrs, int(attrs["size"]))
-    return int(attrs["size"]) - (span[-1] + 1 if span else 0)
+    first, keep, _ = _run(attrs)
+    return int(attrs["size"]) - first - keep
+
+
+def _with_axis(attrs: Mapping[str, Any], shape: Sequence[int], along: Sequence[int]) -> str:
+    """dy's shape with its `axis` entry n replaced by `along` (computed from n and the step)."""
+    a = int(attrs["axis"]) % len(shape)
+    return ints_text([*shape[:a], *along, *shape[a + 1:]])
+
+
+def _derived(name: str, fn: Any, shaped: bool = False) -> Field:
+    """A field of SliceBackward's e-node computed from all its attributes (and dy's shape if `shaped`)."""
+    return Field(name, STRING if shaped else I64, fn, None, source=WHOLE, shaped=shaped)
+
+
+# SliceBackward's e-node fields beyond its attributes: the zeros before and after the run of dy's values
+# (step 1: dy itself), how much of the run is kept and cut (`_run`), 1 if step > 1 (else 0), the axis
+# after `axis` and step - 1 (where the interleave pads), dy's shape with [n, 1] on the axis and with n * step
+_SLICE_BWD_FIELDS = _SLICE_FIELDS + (
+    integer("size"),
+    _derived("before", lambda a, rank: _before(a)),
+    _derived("after", lambda a, rank: _after(a)),
+    _derived("keep", lambda a, rank: _run(a)[1]),
+    _derived("cut", lambda a, rank: _run(a)[2]),
+    _derived("strided", lambda a, rank: int(int(a["step"]) > 1)),
+    _derived("inner", lambda a, rank: int(a["axis"]) % rank + 1 if rank else 1),
+    _derived("gap", lambda a, rank: int(a["step"]) - 1),
+    _derived("col", lambda a, shape: _with_axis(a, shape, [shape[int(a["axis"]) % len(shape)], 1]), shaped=True),
+    _derived("spread", lambda a, shape: _with_axis(a, shape, [shape[int(a["axis"]) % len(shape)] * int(a["step"])]),
+             shaped=True),
+)
 
 
 OPS: tuple[OpDef, ...] = (
@@ -146,10 +186,7 @@ OPS: tuple[OpDef, ...] = (
           sample=({"axis": 0}, (((2, 3), "f32"), ((1, 3), "f32")))),
     OpDef("SliceBackward", ("dy",), (_INT["axis"], _INT["start"], _INT["end"], _STEP, Attr("size", _nonneg("size"))),
           _slice_backward, _op_slice_backward,
-          (Ctor("SliceBwd", "SliceBackward",
-                _SLICE_FIELDS + (integer("size"), Field("before", I64, lambda a, rank: _before(a), None, source=WHOLE),
-                                 Field("after", I64, lambda a, rank: _after(a), None, source=WHOLE)),
-                1, (head("SliceBackward"),)),),
+          (Ctor("SliceBwd", "SliceBackward", _SLICE_BWD_FIELDS, 1, (head("SliceBackward"),)),),
           domain="slice", torch="slice_backward", backward=True,
           sample=({"axis": 0, "start": -3, "end": 100, "step": 1, "size": 5}, (((3, 2), "f32"),))),
 )

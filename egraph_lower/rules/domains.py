@@ -20,12 +20,13 @@ and dy scaled so that each term dy (x - mean)/std is finite in d. Softmax: see
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from ..egraph import language
 from ..evaluate import activation, apply
+from ..graph import Node
 from ..opdefs import OPDEFS
 from ..opdefs.base import WHOLE
 from .dsl import App, Rule, Var, variables
@@ -269,14 +270,43 @@ def _dropout_domain(rule: Rule, dtype: str) -> dict[str, object]:
     return {"scale": 1.0 / 0.7, "x": v, "dy": v, "mask": mask}
 
 
-def _embedding_domain(rule: Rule, dtype: str) -> dict[str, object]:
-    """weight [6, 4] of mixed magnitudes; indices [3, 5] with repeats and every row but one used."""
+def _bound_fields(rule: Rule, attrs: Mapping[str, object], first: tuple[int, ...]) -> Env | None:
+    """The primitive variables of the rule's lhs bound to the fields that a node of its op with `attrs`
+    and a first input of shape `first` is loaded with (`language.encode`: the fields derived from the
+    attributes and that shape included); None where a literal field of the lhs differs, so the rule
+    would not match such a node."""
+    lhs = rule.lhs
+    assert isinstance(lhs, App)
+    node = Node(0, language.CTORS[lhs.ctor].op, (), (), "f32", dict(attrs))
+    ctor, values = language.encode(node, len(first), first)
+    if language.plain(ctor) != language.plain(lhs.ctor):
+        return None
+    env: Env = {}
+    for param, value in zip(lhs.params, values):
+        if param[:1].islower():
+            env[param] = value
+        elif str(value) != param and not (isinstance(value, float) and value == float(param)):
+            return None
+    return env
+
+
+def _embedding_domain(rule: Rule, dtype: str) -> list[Env]:
+    """weight [6, 4] of mixed magnitudes; indices [3, 5] with repeats and one row never used, with
+    padding row 1 (used three times), row 0 and none (-1); indices [7] over 4 rows (3 used, the
+    padding row the last); indices [2, 2, 3] all equal (one row gets every dy). dy of mixed signs
+    and magnitudes. Each case only for the rules whose lhs matches it (a padding row or none)."""
     rng = np.random.default_rng(3)
-    weight = rng.standard_normal((6, 4)) * np.array([1e-3, 1.0, 30.0, 1e3])
-    i = np.array([[0, 1, 1, 2, 3], [3, 3, 3, 4, 0], [2, 1, 0, 4, 4]])
-    dy = rng.choice(np.array(_DY), size=(3, 5, 4))
-    return {"weight": _round(weight, dtype), "i": i, "indices": i, "g": _round(dy, dtype),
-            "nw": 6, "pad": 1.0, "wshape": "[6,1,1,1]", "dperm": "[2,0,1]", "paxes": "[2,3]", "iaxes": "[0,1]"}
+    weight = _round(rng.standard_normal((6, 4)) * np.array([1e-3, 1.0, 30.0, 1e3]), dtype)
+    cases = [(np.array([[0, 1, 1, 2, 3], [3, 3, 3, 4, 0], [2, 1, 0, 4, 4]]), 6, 4, pad) for pad in (1, 0, -1)]
+    cases += [(np.array([0, 2, 2, 3, 0, 3, 3]), 4, 3, pad) for pad in (3, -1)]
+    cases += [(np.full((2, 2, 3), 2), 5, 4, pad) for pad in (-1, 4)]
+    envs: list[Env] = []
+    for i, w, d, pad in cases:
+        dy = rng.choice(np.array(_DY), size=i.shape + (d,)) * rng.uniform(0.5, 2.0, size=i.shape + (d,))
+        bound = _bound_fields(rule, {"num_weights": w, "padding_idx": pad}, tuple(dy.shape))
+        if bound is not None:
+            envs.append({**bound, "weight": weight[:w, :d], "i": i, "indices": i, "g": _round(dy, dtype)})
+    return envs
 
 
 def _pool_domain(rule: Rule, dtype: str) -> dict[str, object]:
@@ -300,6 +330,7 @@ def _pool_domain(rule: Rule, dtype: str) -> dict[str, object]:
         x[1, 2] = -np.inf
         out = pool_math.max_out(attrs, ishape[2:])
         env["idx"] = pool_math.max_pool(attrs, x)[1]
+        env.update(dflat=f"[2,3,{out[0] * out[1]}]", plane=ishape[2] * ishape[3])
     elif op == "AvgPool2dBackward":
         out = pool_math.avg_out(attrs, ishape[2:])
     else:
@@ -537,11 +568,31 @@ def _param_activation_domain(rule: Rule, dtype: str) -> dict[str, object]:
     return env
 
 
-def _slice_domain(rule: Rule, dtype: str) -> dict[str, object]:
-    """g of shape (3, 4): the gradient of x[:, -7:6] for x of shape (3, 9) (the start clamped from the end):
-    2 zeros before and 3 after on axis 1."""
-    g = np.random.default_rng(3).choice(np.array(_DY), size=(3, 4))
-    return {"axis": 1, "start": -7, "end": 6, "size": 9, "before": 2, "after": 3, "g": _round(g, dtype)}
+# (size, start, end, step) of the slices whose gradients the slicing rules are checked on: Python's
+# clamping of negative and too large bounds, steps that fill the axis exactly, leave zeros after the
+# run or run past the end (a cut), a step larger than the axis, and empty slices
+_SLICES = (
+    (9, -7, 6, 1), (6, 0, 6, 1), (6, 4, 2, 1), (8, 0, 8, 2), (8, 1, 8, 2), (9, 0, 9, 2), (10, 0, 5, 2),
+    (7, 0, 100, 3), (5, 2, 3, 7), (6, -100, -2, 4), (5, 1, 50, 2), (10, -9, -1, 3), (6, -1, -5, 2),
+    (4, 3, 2**62, 5),
+)
+
+
+def _slice_domain(rule: Rule, dtype: str) -> list[Env]:
+    """g the gradient of each slice of `_SLICES`, on axis 1 of a rank-2 input [3, size] and on axis 0
+    of a rank-3 one [size, 2, 2] (axis -3); only the slices the rule's lhs matches (`slice-bwd-pad`:
+    step 1)."""
+    rng = np.random.default_rng(3)
+    envs: list[Env] = []
+    for size, start, end, step in _SLICES:
+        n = len(range(*slice(start, end, step).indices(size)))
+        for axis, shape in ((1, (3, n)), (-3, (n, 2, 2))):
+            attrs = {"axis": axis, "start": start, "end": end, "step": step, "size": size}
+            bound = _bound_fields(rule, attrs, shape)
+            if bound is not None:
+                g = rng.choice(np.array(_DY), size=shape) * rng.uniform(0.5, 2.0, size=shape)
+                envs.append({**bound, "g": _round(g, dtype)})
+    return envs
 
 
 DOMAINS["activation_params"] = _param_activation_domain

@@ -1,11 +1,18 @@
-"""Dropout, embeddings and the NLL loss in primitives (Where, Binary, Compare, Reduce, Transpose, and
-the index primitives Iota, Take, Gather).
+"""Dropout, embeddings and the NLL loss in primitives (Where, Binary, Compare, Reduce, Transpose,
+MatMul, and the index primitives Iota, Take, Gather, ScatterAdd).
 
 The rules cannot compute a shape: every tensor of the right-hand side takes its shape
-from a child by broadcasting or from a field derived from the rank of the op's first
-input. So the class axis is moved first with `perm` ([1, 0, 2, ...], its own inverse):
-in logp^T [C, N, d...] the one-hot `Iota_0(logp^T) == t` broadcasts against the
-target [N, d...] as it is. With t' = where(t != ignore, t, 0) (a safe index) and
+from a child by broadcasting or from a field of the e-node, computed when the graph is
+loaded from the op's attributes and its first input's rank (or shape). Embedding's
+backward has three forms: a one-hot [W, 1.., i1..ik] selecting dy, summed over the index
+axes (`embedding-bwd-onehot`); a scatter-add of dy's rows [M, D] into zeros [W, D]
+(`embedding-bwd-scatter`, only where the backend runs ScatterAdd); the one-hot [W, M] as a
+float times dy's rows, a MatMul (`embedding-bwd-matmul`); the last two in a form with and
+one without a padding row (a literal field).
+
+For the NLL loss the class axis is moved first with `perm` ([1, 0, 2, ...], its own
+inverse): in logp^T [C, N, d...] the one-hot `Iota_0(logp^T) == t` broadcasts against
+the target [N, d...] as it is. With t' = where(t != ignore, t, 0) (a safe index) and
 w = where(t != ignore, weight[t'], 0):
 
     nll-*-onehot   picked = sum_0(where(onehot, logp^T, 0))
@@ -62,6 +69,39 @@ _EMBEDDING = {
     "keep": "(!= (Reduce.Max paxes 0 iota) (lit pad))",
 }
 
+_EMBEDDING_LHS = "(EmbeddingBackward nw pad wshape dperm paxes iaxes {padded} flat icol irow wm g indices)"
+# dy flattened to rows [M, D], the indices as a column [M, 1] and a row [1, M]; the notation has no
+# constant tensors, so zeros of dy's dtype are an empty slice of dy padded with zeros (W rows [W, D]),
+# or summed ([1, 1], which broadcasts)
+_FLAT = {
+    "src": "(Reshape flat g)",
+    "col": "(Reshape icol indices)",
+    "row": "(Reshape irow indices)",
+    "zeros": "(Pad 0 nw 0 (Slice 0 0 0 1 src))",
+    "zero": "(Reduce.Sum [0,1] 1 (Slice 0 0 0 1 src))",
+}
+# the one-hot [W, M] (Iota_0 == the indices' row) as a float in dy's dtype, for a MatMul by dy's rows;
+# with a padding row, the indices equal to it become -1 first, which no row's Iota equals
+_MATMUL = dict(_FLAT, hot="(== (Iota.i64 0 (Expand wm row)) row)", onehot="(where hot 1 zero)")
+_MATMUL_PAD = dict(_MATMUL, hot="(== (Iota.i64 0 (Expand wm row)) (where (== row (lit pad)) -1 row))")
+
+
+def _embedding_rules() -> tuple[Rule, ...]:
+    scatter = "(ScatterAdd 0 zeros (Expand flat col) {src})"
+    return (
+        rule("embedding-bwd-scatter", "d embedding (no padding row): scatter-add dy's rows into zeros [W, D] at the "
+             "indices", _EMBEDDING_LHS.format(padded=0), scatter.format(src="src"), group="backward", lets=_FLAT),
+        rule("embedding-bwd-scatter-pad", "d embedding: scatter-add dy's rows, those at padding_idx zeroed, into "
+             "zeros [W, D]", _EMBEDDING_LHS.format(padded=1),
+             scatter.format(src="(where (== col (lit pad)) 0 src)"), group="backward", lets=_FLAT),
+        rule("embedding-bwd-matmul", "d embedding (no padding row) = onehot^T [W, M] x dy's rows [M, D]",
+             _EMBEDDING_LHS.format(padded=0), "(MatMul onehot src)", group="backward", lets=_MATMUL),
+        rule("embedding-bwd-matmul-pad", "d embedding = onehot^T [W, M] x dy's rows [M, D], the indices equal to "
+             "padding_idx left out of the one-hot", _EMBEDDING_LHS.format(padded=1), "(MatMul onehot src)",
+             group="backward", lets=_MATMUL_PAD),
+    )
+
+
 RULES: tuple[Rule, ...] = (
     rule("dropout-lower", "dropout(x, mask) = where(mask, x scale, 0)",
          "(Dropout scale x mask)", "(where mask (* x (lit scale)) 0)", group="forward"),
@@ -70,6 +110,5 @@ RULES: tuple[Rule, ...] = (
     rule("embedding-take", "embedding(weight, i) = take(weight, i, axis 0)",
          "(Embedding weight i)", "(Take 0 weight i)", group="forward"),
     rule("embedding-bwd-onehot", "d embedding: row w = sum of dy where indices == w (a one-hot), padding row 0",
-         "(EmbeddingBackward nw pad wshape dperm paxes iaxes g indices)", "(where keep rows 0)",
-         group="backward", lets=_EMBEDDING),
-) + _nll_rules()
+         _EMBEDDING_LHS.format(padded="padded"), "(where keep rows 0)", group="backward", lets=_EMBEDDING),
+) + _embedding_rules() + _nll_rules()

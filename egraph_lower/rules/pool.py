@@ -1,12 +1,17 @@
 """The pooling backward ops in primitives and the pooling helpers (`opdefs/pool.py`).
 
-Max pooling: dx[n, c, p] = sum over windows o of dy[n, c, o] [indices[n, c, o] = p]. Two forms:
+Max pooling: dx[n, c, p] = sum over windows o of dy[n, c, o] [indices[n, c, o] = p]. Three forms:
 - `maxpool-bwd-onehot`: the one-hot over the whole plane, [H*W, N, C, OH, OW], selects dy
   (broadcast; a select, not a product, so an infinite dy stays where it goes), summed over
   the windows, then laid out as [N, C, H, W];
 - `maxpool-bwd-separable`: [p = (h, w)] = [p // W = h] [p % W = w], so per (n, c, oh) the sum
   over ow is a MatMul of the row one-hot (masking dy) [H, OW] by the column one-hot [OW, W],
   and the sum over oh a Reduce: memory H + W (and OH * H * W) per window instead of H * W.
+- `maxpool-bwd-scatter`: the sum is what a scatter-add computes: dy [N, C, OH*OW] added into
+  zeros [N, C, H*W] (an empty slice of dy padded with H*W zeros: the notation has no constant
+  tensors) at the positions idx names, then laid out as [N, C, H, W]; only for a backend with
+  ScatterAdd. Each window's gradient goes to the one element its index names, so ties are
+  PyTorch's (the index the forward chose), overlapping windows add up.
 Average pooling (plain and adaptive): y = Wh x Ww^T per plane, so dx = Wh^T dy Ww; the two
 MatMuls in either order (`...-cols-first`: Wh^T (dy Ww); `...-rows-first`: (Wh^T dy) Ww).
 """
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 from .dsl import Rule, rule
 
-_MAX = "k s p d c ishape"
+_MAX = "k s p d c ishape dflat plane"
 _AVG = "k s p c cip dv ishape"
 _WH = f"(PoolWeights 0 {_AVG} dy)"
 _WW = f"(PoolWeights 1 {_AVG} dy)"
@@ -32,6 +37,10 @@ RULES: tuple[Rule, ...] = (
          "(sum [2] (MatMul (Transpose [1,2,3,0,4] (where (!= (OneHot.Row ishape idx dy) 0) dy 0))"
          " (Transpose [1,2,3,4,0] (OneHot.Col ishape idx dy))))",
          group="backward"),
+    rule("maxpool-bwd-scatter", "dx[n, c, p] = sum_o dy[n, c, o] [idx[n, c, o] = p]: a scatter-add of dy at idx",
+         f"(MaxPool2dBackward {_MAX} dy idx)",
+         "(Reshape ishape (ScatterAdd 2 (Pad 2 plane 0 (Slice 2 0 0 1 flat)) (Reshape dflat idx) flat))",
+         group="backward", lets={"flat": "(Reshape dflat dy)"}),
     rule("avgpool-bwd-cols-first", "dx = Wh^T (dy Ww)", f"(AvgPool2dBackward {_AVG} dy)",
          f"(MatMul (Transpose [1,0] {_WH}) (MatMul dy {_WW}))", group="backward"),
     rule("avgpool-bwd-rows-first", "dx = (Wh^T dy) Ww", f"(AvgPool2dBackward {_AVG} dy)",

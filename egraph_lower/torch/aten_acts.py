@@ -22,8 +22,8 @@ Decisions (checked against torch's kernels in float64: tests/test_torch_acts.py)
   keeps exp(-|x|) in the buffer to save recomputing it: a value of x alone).
 - `sgn` on real tensors is Activation{Sign} (complex tensors never import).
 - `slice` is Slice (the bounds as torch gives them: Python's clamping is the format's),
-  `slice_backward` SliceBackward for step 1; for step > 1 the importer writes its
-  expansion into Reshape and Pad itself (`_strided_grad`: the e-node has no dy shape). `select` is Slice + Reshape (the axis dropped), and
+  `slice_backward` SliceBackward, any step (its expansions are rules: `rules/slicing.py`).
+  `select` is Slice + Reshape (the axis dropped), and
   `select_backward` Reshape (the axis put back) + SliceBackward: the format has no
   Select op (see docs/format.md). `cat` is a left fold of binary Concats (legacy 1-d
   empty tensors skipped, as torch skips them); `split`/`split_with_sizes` are Slices.
@@ -161,29 +161,10 @@ def _select(ctx: Context, a: dict[str, Any]) -> int:
 
 def _slice_grad(ctx: Context, dy: int, sizes: Sequence[int], axis: int, start: int, end: int, step: int) -> int:
     size = int(sizes[axis])
-    span = range(*slice(start, end, step).indices(size))
-    if span == range(size):
-        return dy
-    if step > 1 and len(span) > 0:
-        return _strided_grad(ctx, dy, axis, span, size)
+    if range(*slice(start, end, step).indices(size)) == range(size):
+        return dy  # the slice took the whole axis: its gradient is dy
     return ctx.add("SliceBackward", (dy,), {"axis": axis, "start": start, "end": min(end, sys.maxsize),
                                             "step": step, "size": size})
-
-
-def _strided_grad(ctx: Context, dy: int, axis: int, span: range, size: int) -> int:
-    """The gradient of a strided slice in forward ops every backend runs (no backend but cpu runs a
-    strided SliceBackward, and its e-node cannot expand without dy's shape, which the importer has):
-    dy [.., n, ..] -> [.., n, 1, ..] -> step - 1 zeros after each value [.., n, step, ..] -> [.., n step, ..]
-    (the values at 0, step, ...) -> cut to size - start if longer -> start zeros before, the rest after."""
-    shape = list(ctx.shape(dy))
-    n, k = len(span), span.step
-    r = ctx.add("Reshape", (dy,), {"shape": shape[:axis + 1] + [1] + shape[axis + 1:]})
-    r = ctx.add("Pad", (r,), {"axis": axis + 1, "before": 0, "after": k - 1})
-    r = ctx.add("Reshape", (r,), {"shape": shape[:axis] + [n * k] + shape[axis + 1:]})
-    room = size - span.start
-    if n * k > room:
-        r = ctx.add("Slice", (r,), {"axis": axis, "start": 0, "end": room, "step": 1})
-    return ctx.add("Pad", (r,), {"axis": axis, "before": span.start, "after": max(room - n * k, 0)})
 
 
 @handles("slice_backward.default")
