@@ -271,3 +271,22 @@ def test_explore_shows_the_attention_expansions(tmp_path: Path) -> None:
     text = json.dumps(ex.report())
     assert "attn-bwd-query" in text and "AttentionBackwardQuery" in text
     assert len(forms) > 1
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_half_precision_with_an_f32_lse_lowers(dtype: str) -> None:
+    # torch's layout for f16/bf16: the lse computed from q, k, mask cast to f32 and kept in f32
+    b = GraphBuilder("half_attention")
+    q, k = b.input("q", [2, 4, 3], dtype), b.input("k", [2, 6, 3], dtype)
+    v, dy = b.input("v", [2, 6, 5], dtype), b.input("dy", [2, 4, 5], dtype)
+    mask = b.input("mask", [4, 6], dtype)
+    out = b.op("Attention", q, k, v, mask, causal=True)
+    lse = b.op("AttentionLogSumExp", *(b.op("Cast", n, to="f32") for n in (q, k, mask)), causal=True)
+    grads = [b.op("AttentionBackwardQuery", q, k, v, mask, out, lse, dy, causal=True),
+             b.op("AttentionBackwardKey", q, k, v, mask, out, lse, dy, causal=True),
+             b.op("AttentionBackwardValue", q, k, mask, lse, dy, causal=True)]
+    graph = b.build([out, lse, *grads])
+    for backend in ("metal", "wgpu"):
+        lowered = el.lower(graph, backend).graph
+        assert not any(n.op.startswith("Attention") for n in lowered.nodes)
+        assert_lowering_matches(graph, lowered, step_feeds(graph, dtype))
