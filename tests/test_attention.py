@@ -150,6 +150,7 @@ Q, K, V, M = [2, 3, 4], [2, 5, 4], [2, 5, 6], [3, 5]
     ("Attention", {}, [Q, K, V, [3, 4]], [2, 3, 6], "mask has shape [3, 4], which does not broadcast"),
     ("Attention", {"causal": 1}, [Q, K, V, M], [2, 3, 6], "'causal' must be true or false"),
     ("Attention", {"scale": "x"}, [Q, K, V, M], [2, 3, 6], "'scale' must be a finite number"),
+    ("Attention", {"scale": None}, [Q, K, V, M], [2, 3, 6], "'scale' must be a finite number"),
     ("Attention", {"dropout": 0.1}, [Q, K, V, M], [2, 3, 6], "unknown attribute"),
     ("Attention", {}, [[4], [4], [4], []], [4], "q has shape [4], expected rank >= 2"),
     ("AttentionLogSumExp", {}, [Q, K, M], [2, 3, 1], "shape"),

@@ -205,7 +205,7 @@ def _infer_bwd(out: str) -> Any:
 
 
 def _is_scale(v: Any) -> bool:
-    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _encode_scale(value: Any, shape: tuple[int, ...]) -> float:
