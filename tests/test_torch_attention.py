@@ -270,3 +270,23 @@ def test_training_step_matches_eager_with_no_backward_aten_op_left(name: str, ta
         assert all(backend.runs_node(n) for n in graph.nodes)
         assert not [n.op for n in graph.nodes if OPDEFS[n.op].backward or n.op.startswith("Attention")]
     assert sum(n.op == "MatMul" for g in record for n in g.nodes) >= 2 * 6  # per block: 2 forward, 4 backward
+
+
+def test_grouped_query_attention_runs_in_pytorch_with_a_warning() -> None:
+    # k and v with fewer heads than q (enable_gqa): refused with its reason, that piece runs as PyTorch gave it
+    g = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(2, h, 5, 8, generator=g, requires_grad=True) for h in (4, 2, 2))
+
+    def step(q: Any, k: Any, v: Any) -> Any:
+        return (F.scaled_dot_product_attention(q, k, v, enable_gqa=True) ** 2).sum()
+
+    be = elt.backend("metal")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = torch.autograd.grad(torch.compile(step, backend=be, dynamic=False)(q, k, v), (q, k, v))
+    want = torch.autograd.grad(step(q, k, v), (q, k, v))
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    assert set(be.unlowered_ops) == {"aten._scaled_dot_product_flash_attention_for_cpu.default",
+                                     "aten._scaled_dot_product_flash_attention_for_cpu_backward.default"}
+    assert any("grouped-query attention is not mapped" in str(w.message) for w in caught)
