@@ -154,7 +154,8 @@ Q, K, V, M = [2, 3, 4], [2, 5, 4], [2, 5, 6], [3, 5]
     ("Attention", {"dropout": 0.1}, [Q, K, V, M], [2, 3, 6], "unknown attribute"),
     ("Attention", {}, [[4], [4], [4], []], [4], "q has shape [4], expected rank >= 2"),
     ("AttentionLogSumExp", {}, [Q, K, M], [2, 3, 1], "shape"),
-    ("AttentionBackwardValue", {}, [Q, K, M, [2, 3, 1], [2, 3, 6]], [2, 5, 6], "lse has shape [2, 3, 1], expected [2, 3]"),
+    ("AttentionBackwardValue", {}, [Q, K, M, [2, 3, 1], [2, 3, 6]], [2, 5, 6],
+     "lse has shape [2, 3, 1], expected [2, 3]"),
     ("AttentionBackwardQuery", {}, [Q, K, V, M, [2, 3, 6], [2, 3], [2, 3, 4]], [2, 3, 4],
      "dy has shape [2, 3, 4], expected [2, 3, 6]"),
 ])

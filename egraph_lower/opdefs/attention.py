@@ -224,9 +224,8 @@ def _shape_field(name: str, fn: Any) -> Field:
 # permutation that swaps the last two axes, q's shape without its last axis (lse's shape) and with it as 1
 _FIELDS = (Field("scale", F64, _encode_scale, float, shaped=True),
            Field("causal", I64, lambda v, shape: int(bool(v)), bool, default=False),
-           Field("axes", STRING, lambda v, shape: ints_text([len(shape) - 1]), None, source="causal", shaped=True),
-           Field("perm", STRING, lambda v, shape: ints_text(list(range(len(shape) - 2)) + [len(shape) - 1, len(shape) - 2]),
-                 None, source="causal", shaped=True),
+           _shape_field("axes", lambda s: [len(s) - 1]),
+           _shape_field("perm", lambda s: list(range(len(s) - 2)) + [len(s) - 1, len(s) - 2]),
            _shape_field("lshape", lambda s: s[:-1]),
            _shape_field("lkeep", lambda s: s[:-1] + (1,)))
 
