@@ -21,6 +21,7 @@ from support import assert_lowering_matches
 BACKENDS = ("cpu", "mlx", "metal", "tpu", "wgpu")
 ATTENTION_OPS = ("Attention", "AttentionLogSumExp", "AttentionBackwardQuery", "AttentionBackwardKey",
                  "AttentionBackwardValue")
+INF = np.inf
 
 
 def f64(op: str, attrs: dict[str, object], *args: np.ndarray) -> np.ndarray:
@@ -292,3 +293,32 @@ def test_half_precision_with_an_f32_lse_lowers(dtype: str) -> None:
         lowered = el.lower(graph, backend).graph
         assert not any(n.op.startswith("Attention") for n in lowered.nodes)
         assert_lowering_matches(graph, lowered, step_feeds(graph, dtype))
+
+
+# --------------------------------------------------------------------------- SafeSoftmax
+
+def test_safe_softmax_is_softmax_but_zero_on_an_all_minus_inf_slice() -> None:
+    x = np.array([[0.0, 1.0, -INF], [-INF, -INF, -INF], [3.0, 3.0, 3.0], [-1e4, -1e4 - 1, -INF]])
+    y = f64("SafeSoftmax", {"axis": -1}, x)
+    np.testing.assert_array_equal(y[1], [0.0, 0.0, 0.0])
+    np.testing.assert_allclose(np.delete(y, 1, axis=0), np.delete(f64("Softmax", {"axis": -1}, x), 1, axis=0),
+                               rtol=1e-15)
+    x[2, 2] = -INF  # now column 2 is all -inf too
+    np.testing.assert_array_equal(f64("SafeSoftmax", {"axis": 0}, x)[:, 2], [0.0] * 4)
+    assert np.all(np.isnan(f64("SafeSoftmax", {"axis": -1}, np.array([[INF, 1.0]]))))  # as Softmax, as torch
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_safe_softmax_lowers_on_every_backend(backend: str) -> None:
+    b = GraphBuilder("safe_softmax")
+    x, dy = b.input("x", [3, 4, 5]), b.input("dy", [3, 4, 5])
+    y = b.op("SafeSoftmax", x, axis=1)
+    graph = b.build([y, b.op("SoftmaxBackward", y, dy, axis=1)])
+    result = el.lower(graph, backend)
+    assert ("SafeSoftmax" in result.graph.op_counts()) == el.load_backend(backend).runs("SafeSoftmax")
+    rng = np.random.default_rng(2)
+    xv = rng.standard_normal((3, 4, 5)) * 10
+    xv[1, :, 2] = -INF  # an all -inf slice along axis 1
+    xv[2, 0, 0] = -INF
+    feeds = {"x": xv.astype(np.float32), "dy": rng.standard_normal((3, 4, 5)).astype(np.float32)}
+    assert_lowering_matches(graph, result.graph, feeds)

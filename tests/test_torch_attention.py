@@ -104,6 +104,14 @@ def test_attention_with_another_value_width_agrees_with_torch_autograd() -> None
     close(f64("AttentionBackwardValue", {}, q, k, m, lse, dy), dv)
 
 
+def test_safe_softmax_agrees_with_torch() -> None:
+    x = torch.randn(4, 3, 6, dtype=torch.float64) * 20
+    x[1, 2] = -math.inf  # an all -inf row
+    x[0, :, 3] = -math.inf  # and some -inf entries
+    for dim in (-1, 1):
+        close(f64("SafeSoftmax", {"axis": dim}, x), A._safe_softmax(x, dim))
+
+
 # --------------------------------------------------------------------------- import and export
 
 def _round_trip(fn: Callable[..., Any], *args: Any, rtol: float = 1e-5, atol: float = 1e-5) -> list[str]:
@@ -171,6 +179,23 @@ class _Attention(nn.Module):
         return self.proj(y.transpose(1, 2).reshape(b, n, d))
 
 
+class _NarrowValues(nn.Module):
+    """Attention whose values are narrower than its queries (E = 8, Ev = 4): torch takes its math path
+    (MatMuls and `_safe_softmax`), not the flash kernel."""
+
+    def __init__(self, d: int = 16) -> None:
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(d, 16), nn.Linear(d, 16), nn.Linear(d, 8)
+        self.out = nn.Linear(8, d)
+        self.register_buffer("bias", torch.randn(6, 6))  # an additive mask (finite: a constant of the graph)
+
+    def forward(self, x: Any) -> Any:
+        b, n, _ = x.shape
+        q, k, v = (m(x).reshape(b, n, 2, -1).transpose(1, 2) for m in (self.q, self.k, self.v))
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias)
+        return x + self.out(y.transpose(1, 2).reshape(b, n, 8))
+
+
 class _Block(nn.Module):
     """Pre-norm transformer block: LayerNorm, multi-head attention, residual, LayerNorm, GELU MLP."""
 
@@ -228,6 +253,8 @@ def _data(name: str) -> tuple[nn.Module, Any, Any]:
     torch.manual_seed(0)
     if name == "vit":
         return ViT(), torch.randn(4, 3, 8, 8), torch.randint(0, 5, (4,))
+    if name == "narrow-values":
+        return nn.Sequential(_NarrowValues(), nn.Linear(16, 5)), torch.randn(3, 6, 16), torch.randint(0, 5, (3, 6))
     ids = torch.randint(0, 11, (3, 6))
     return GPT(), ids, torch.roll(ids, -1, dims=1)
 
@@ -262,14 +289,20 @@ def test_the_models_reach_the_backend_as_attention_ops(name: str) -> None:
 
 
 @pytest.mark.parametrize("target", ["metal", "wgpu"])
-@pytest.mark.parametrize("name", ["vit", "gpt"])
+@pytest.mark.parametrize("name", ["vit", "gpt", "narrow-values"])
 def test_training_step_matches_eager_with_no_backward_aten_op_left(name: str, target: str) -> None:
     record, _ = _compiled_step(name, target)
     backend = el.load_backend(target)
     for graph in record:
         assert all(backend.runs_node(n) for n in graph.nodes)
         assert not [n.op for n in graph.nodes if OPDEFS[n.op].backward or n.op.startswith("Attention")]
-    assert sum(n.op == "MatMul" for g in record for n in g.nodes) >= 2 * 6  # per block: 2 forward, 4 backward
+    assert sum(n.op == "MatMul" for g in record for n in g.nodes) >= 6  # scores, P v; dP, dS k, dS^T q, P^T dy
+
+
+def test_the_math_path_reaches_the_backend_as_safe_softmax() -> None:
+    record, _ = _compiled_step("narrow-values", "cpu")
+    ops = {n.op for g in record for n in g.nodes}
+    assert "SafeSoftmax" in ops and not ops & ATTENTION_OPS
 
 
 def test_grouped_query_attention_runs_in_pytorch_with_a_warning() -> None:

@@ -13,6 +13,9 @@ t = (q scale) k^T + mask, keep[i, j] = j <= i when `causal` (top-left aligned, a
     AttentionBackwardKey{scale, causal}(q, k, v, mask, out, lse, dy)    = scale dS^T q
         dS = P (dP - rowsum(P dP)), dP = dy v^T  (the softmax backward of P)
 
+    SafeSoftmax{axis}(x)  = Softmax{axis}(x), but 0 on a slice along `axis` that is all -inf (torch's
+                            `_safe_softmax`, which attention's math path computes P with)
+
 `scale` defaults to 1/sqrt(E). The backward ops are the gradients of Attention at (q, k, v, mask):
 `out` and `lse` must be what Attention and AttentionLogSumExp give there (the forward saves them);
 the reference computes from q, k, v, mask alone, and the e-graph's rules may use either. `lse` may be
@@ -31,8 +34,8 @@ import numpy as np
 from ..arrays import Args, Attrs, _f, _round_float
 from ..dtypes import FLOAT_DTYPES
 from ..errors import LowerError
-from .base import F64, I64, STRING, Attr, Ctor, Field, Meta, OpDef, head, ints_text
-from .meta import attr_check, broadcast_shapes, show_shape
+from .base import F64, I64, STRING, Attr, Ctor, Field, Meta, OpDef, head, integer, ints_text
+from .meta import attr_check, broadcast_shapes, is_int, show_shape
 
 # ---- reference semantics (float64, rounded once) ---------------------------------------------------
 
@@ -108,6 +111,20 @@ def _op_bwd(which: int, op: str) -> Any:
         _check(op, dtype, q, k)
         return _round_float(gradients(attrs, q, k, v, mask, dy)[which], dtype)
     return evaluate
+
+
+def _op_safe_softmax(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
+    x = _f(args[0])
+    if dtype not in FLOAT_DTYPES:
+        raise LowerError(f"SafeSoftmax needs a float dtype, not {dtype}")
+    axis = attrs["axis"]
+    if not -x.ndim <= axis < x.ndim:
+        raise LowerError(f"SafeSoftmax axis {axis!r} is out of range for rank {x.ndim}")
+    with np.errstate(invalid="ignore"):
+        m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+        e = np.exp(x - m)
+        y = e / np.sum(e, axis=axis, keepdims=True)
+    return _round_float(np.where(m == -np.inf, 0.0, y), dtype)
 
 
 # ---- shape and dtype inference ---------------------------------------------------------------------
@@ -230,6 +247,13 @@ _FIELDS = (Field("scale", F64, _encode_scale, float, shaped=True),
            _shape_field("lkeep", lambda s: s[:-1] + (1,)))
 
 
+def _infer_safe_softmax(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    shape, dt = ins[0]
+    if not -len(shape) <= attrs["axis"] < len(shape):
+        raise ValueError(f"axis {attrs['axis']} is out of range for rank {len(shape)}")
+    return shape, _dtype([("x", ins[0])])
+
+
 def _ctor(name: str, op: str, arity: int) -> tuple[Ctor, ...]:
     return (Ctor(name, op, _FIELDS, arity, (head(name),)),)
 
@@ -258,3 +282,11 @@ OPS: tuple[OpDef, ...] = (
           torch="attention_backward_value", backward=True,
           sample=({"causal": False}, (_Q, _K, _M, ((2, 3), _F), ((2, 3, 2), _F)))),
 )
+
+# the one-axis list the reductions of its rule use, normalised as a loaded Reduce's axes (as Softmax's)
+_SAFE_AXES = Field("axes", STRING, lambda axis, rank: ints_text([axis % rank if rank else axis]), None, source="axis")
+SAFE_SOFTMAX: OpDef = OpDef("SafeSoftmax", ("x",), (Attr("axis", attr_check("axis", is_int, "an integer")),),
+                     _infer_safe_softmax, _op_safe_softmax,
+                     (Ctor("SafeSoftmax", "SafeSoftmax", (integer("axis"), _SAFE_AXES), 1, (head("SafeSoftmax"),)),),
+                     domain="softmax", torch="safe_softmax", sample=({"axis": -1}, (((2, 3), _F),)))
+OPS += (SAFE_SOFTMAX,)

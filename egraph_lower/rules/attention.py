@@ -91,3 +91,11 @@ def _backward() -> tuple[Rule, ...]:
 
 
 RULES: tuple[Rule, ...] = _forward() + _backward()
+
+# SafeSoftmax: softmax, but 0 on a slice that is all -inf (its maximum is -inf: the only value below 0
+# whose difference with itself is not 0; no infinite literal is needed)
+RULES += (
+    rule("safe-softmax-lower", "safe_softmax(x) = 0 where max(x) = -inf, else softmax(x)",
+         "(SafeSoftmax axis axes x)", "(where (< m 0) (where (!= (- m m) 0) 0 s) s)", group="forward",
+         lets={"m": "(Reduce.Max axes 1 x)", "s": "(Softmax axis axes x)"}),
+)

@@ -11,6 +11,10 @@ q, k and v are 4-d with E == Ev (else as the math path's primitives and `_safe_s
 - `_scaled_dot_product_flash_attention_for_cpu_backward(dy, q, k, v, out, lse, dropout_p, is_causal, *,
   attn_mask, scale)` -> AttentionBackwardQuery/Key/Value.
 
+- `_safe_softmax(x, dim, dtype)` (the math path's softmax, which the flash kernel's conditions send
+  other shapes to: E != Ev, a mask that needs a gradient, dropout) -> SafeSoftmax{axis: dim}, in
+  `dtype` when given.
+
 Refused with a reason (that piece runs in PyTorch): dropout_p != 0 (its random mask is drawn inside
 the kernel), and q, k, v whose batch dims differ (grouped-query attention, `enable_gqa`).
 """
@@ -78,3 +82,9 @@ def _flash_backward(ctx: Context, a: dict[str, Any]) -> tuple[int, int, int]:
     return (ctx.add("AttentionBackwardQuery", (q, k, v, mask, out, lse, dy), attrs),
             ctx.add("AttentionBackwardKey", (q, k, v, mask, out, lse, dy), attrs),
             ctx.add("AttentionBackwardValue", (q, k, mask, lse, dy), attrs))
+
+
+@handles("_safe_softmax.default")
+def _safe_softmax(ctx: Context, a: dict[str, Any]) -> int:
+    x = ctx.cast(ctx.t(a["self"]), ctx.out_dtype())  # `dtype` given: computed in it, as torch does
+    return ctx.add("SafeSoftmax", (x,), {"axis": int(a["dim"])})

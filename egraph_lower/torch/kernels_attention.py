@@ -92,3 +92,7 @@ def attention_backward_value(q: Tensor, k: Tensor, mask: Tensor, lse: Tensor, dy
     s = _scale(q, scale)
     p, _ = _probs(q, k, mask, s, bool(causal))
     return (p.transpose(-1, -2) @ dy.to(p.dtype)).to(q.dtype)
+
+
+def safe_softmax(x: Tensor, axis: int) -> Tensor:
+    return torch.ops.aten._safe_softmax(x, axis)
