@@ -21,7 +21,8 @@ Forms kept out on purpose:
 - exp(t) / sum(exp(t)) without the maximum: overflows for logits past log(MAX).
 - dS = P (dP - rowsum(dy out)) (rowsum(P dP) = rowsum(dy out), as out = P v, flash attention's
   form): in f16/bf16 `out` is rounded to d, and rules --check measured the result computed in f32
-  from it worse than the op rounded once (0.395 against 0.295 eps(bf16)).
+  from it worse than the op rounded once (0.395 against 0.295 eps(bf16)). So no rule reads the
+  backward ops' `out`: it is there for a fused kernel (torch's reads it for that D).
 """
 
 from __future__ import annotations
