@@ -322,3 +322,25 @@ def test_safe_softmax_lowers_on_every_backend(backend: str) -> None:
     xv[2, 0, 0] = -INF
     feeds = {"x": xv.astype(np.float32), "dy": rng.standard_normal((3, 4, 5)).astype(np.float32)}
     assert_lowering_matches(graph, result.graph, feeds)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_backward_graph_recomputes_the_probabilities_from_the_saved_lse(causal: bool) -> None:
+    # torch's backward graph gets out and lse as inputs: exp(t - lse) is cheaper than a softmax again,
+    # so no maximum is taken; the only reduction left is the softmax backward's row sum
+    b = GraphBuilder("attention_backward")
+    q, k = b.input("q", [2, 2, 4, 3]), b.input("k", [2, 2, 6, 3])
+    v, dy = b.input("v", [2, 2, 6, 5]), b.input("dy", [2, 2, 4, 5])
+    mask, out, lse = b.input("mask", [4, 6]), b.input("out", [2, 2, 4, 5]), b.input("lse", [2, 2, 4])
+    graph = b.build([b.op("AttentionBackwardQuery", q, k, v, mask, out, lse, dy, causal=causal),
+                     b.op("AttentionBackwardKey", q, k, v, mask, out, lse, dy, causal=causal),
+                     b.op("AttentionBackwardValue", q, k, mask, lse, dy, causal=causal)])
+    lowered = el.lower(graph, "metal").graph
+    assert [n.attrs["op"] for n in lowered.nodes if n.op == "Reduce"] == ["Sum"]
+    feeds = step_feeds(graph)
+    # out and lse as the forward gives them (the backward ops' contract)
+    fwd = {"causal": causal}
+    args = [feeds[n].astype(np.float64) for n in ("q", "k", "v", "mask")]
+    feeds["out"] = f64("Attention", fwd, *args).astype(np.float32)
+    feeds["lse"] = f64("AttentionLogSumExp", fwd, args[0], args[1], args[3]).astype(np.float32)
+    assert_lowering_matches(graph, lowered, feeds)
