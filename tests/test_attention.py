@@ -270,10 +270,16 @@ def test_explore_shows_the_attention_expansions(tmp_path: Path) -> None:
     graph = b.build([dq])
     fused = el.load_backend(str(_fused_backend(tmp_path)))
     ex = el.explore(graph, "metal", compare=(fused,))
-    forms = ex.alternatives(dq)
-    text = json.dumps(ex.report())
-    assert "attn-bwd-query" in text and "AttentionBackwardQuery" in text
-    assert len(forms) > 1
+    assert "attn-bwd-query" in json.dumps(ex.report())
+    whole = {"AttentionBackwardQuery": 1}
+    on_metal, on_fused = ex.alternatives(dq), ex.alternatives(dq, fused)
+    # the op kept whole is one of the forms: not runnable on metal, chosen where a kernel runs it
+    assert [f["legal"] for f in on_metal if f["ops"] == whole] == [False]
+    assert [f["chosen"] for f in on_fused if f["ops"] == whole] == [True]
+    expanded = [f for f in on_metal if f["ops"] != whole]
+    assert len(expanded) >= 2 and all(f["legal"] and f["ops"]["MatMul"] >= 2 for f in expanded)  # dS k, dP
+    chosen = [f for f in on_metal if f["chosen"]]
+    assert len(chosen) == 1 and chosen[0]["cost"] == min(f["cost"] for f in expanded)
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
