@@ -350,3 +350,19 @@ def test_a_backward_graph_recomputes_the_probabilities_from_the_saved_lse(causal
     feeds["out"] = f64("Attention", fwd, *args).astype(np.float32)
     feeds["lse"] = f64("AttentionLogSumExp", fwd, args[0], args[1], args[3]).astype(np.float32)
     assert_lowering_matches(graph, lowered, feeds)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_rank_two_attention_lowers(causal: bool) -> None:
+    # no batch dims: q [L, E], k [S, E]; the derived fields (k^T's perm, lse's shapes) follow the rank
+    b = GraphBuilder("rank2")
+    q, k, v, dy = b.input("q", [4, 3]), b.input("k", [6, 3]), b.input("v", [6, 2]), b.input("dy", [4, 2])
+    m = b.constant(0.0, [])
+    out, lse = b.op("Attention", q, k, v, m, causal=causal), b.op("AttentionLogSumExp", q, k, m, causal=causal)
+    graph = b.build([out, lse, b.op("AttentionBackwardQuery", q, k, v, m, out, lse, dy, causal=causal),
+                     b.op("AttentionBackwardKey", q, k, v, m, out, lse, dy, causal=causal),
+                     b.op("AttentionBackwardValue", q, k, m, lse, dy, causal=causal)])
+    rng = np.random.default_rng(0)
+    feeds = {n.attrs["name"]: rng.standard_normal(n.shape).astype(np.float32) for n in graph.nodes if n.op == "Input"}
+    for backend in ("metal", "tpu"):
+        assert_lowering_matches(graph, el.lower(graph, backend).graph, feeds)
