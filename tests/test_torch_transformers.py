@@ -73,3 +73,6 @@ def test_one_training_step_matches_eager(name: str, target: str) -> None:
     assert all(g.lowered == 1 for g in be.graphs), be.summary()  # each graph lowered once, whole
     if target == "metal":
         assert be.graphs[1].replaced >= 1, be.summary()  # the backward ops run as metal's expansions
+        # no backward aten op is left to PyTorch (attention's included: the sdpa flash kernel's backward)
+        backward = [g for g in be.graphs if g.kind == "backward"]
+        assert backward and all(g.status == "lowered" and not g.unlowered_ops for g in backward), be.summary()

@@ -151,7 +151,17 @@ ALL_OPS = doc(
     node(99, "Conv2dColumns", [89, 90], [2, 2, 3, 12, 4], F, _CONV),
     node(100, "Conv2dWeightMatrix", [90], [2, 1, 3, 12], F, {"groups": 2}),
     node(101, "Conv2dMergeGroups", [99], [2, 24, 3, 4], F),
-    outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74],
+    # attention (a scalar 0: no mask)
+    inp(250, [2, 3, 4], name="aq"), inp(251, [2, 5, 4], name="ak"), inp(252, [2, 5, 2], name="av"),
+    inp(253, [2, 3, 2], name="ady"), node(254, "Constant", (), [], F, {"value": 0}),
+    node(255, "Attention", [250, 251, 252, 254], [2, 3, 2], F, {"causal": True}),
+    node(256, "AttentionLogSumExp", [250, 251, 254], [2, 3], F, {"scale": 0.5}),
+    node(257, "AttentionBackwardQuery", [250, 251, 252, 254, 255, 256, 253], [2, 3, 4], F, {"causal": True}),
+    node(258, "AttentionBackwardKey", [250, 251, 252, 254, 255, 256, 253], [2, 5, 4], F, {"scale": 0.5}),
+    node(259, "AttentionBackwardValue", [250, 251, 254, 256, 253], [2, 5, 2], F),
+    node(260, "SafeSoftmax", [250], [2, 3, 4], F, {"axis": -1}),
+    outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
+             257, 258, 259, 260],
     name="all ops",
 )
 

@@ -8,6 +8,8 @@ a fused backward kernel reads x and dy and writes one tensor, so it beats any
 chain of elementwise kernels that each read and write a tensor of that size.
 Reshape and Expand move no data: a fixed small `view` cost. A convolution (or one of
 its gradients) is priced like the MatMul it amounts to: 2 * dy elements * (C/groups) KH KW.
+An attention op is priced like the MatMuls it amounts to (2 flops per multiply-add) plus 8 per score
+for its softmax (and its backward): `attention_work`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,23 @@ CHEAP_KINDS = frozenset({"Relu", "Neg", "Abs", "Sign", "Round", "Floor", "Ceil"}
 TRANSCENDENTAL_KINDS = frozenset({"Exp", "Log", "Sqrt", "Rsqrt", "Recip", "Sigmoid", "Tanh", "Sin", "Cos"})
 CONV_OPS = frozenset({"Conv2d", "ConvTranspose2d", "Conv2dBackwardInput", "Conv2dBackwardWeight"})
 BINARY_WEIGHT = {"Add": 1.0, "Sub": 1.0, "Mul": 1.0, "Max": 1.0, "Min": 1.0, "Div": 2.0, "Pow": 8.0}
+
+
+ATTENTION_OPS = frozenset({"Attention", "AttentionLogSumExp", "AttentionBackwardQuery", "AttentionBackwardKey",
+                           "AttentionBackwardValue"})
+
+
+def attention_work(op: str, inputs: Sequence[Meta]) -> float:
+    """The arithmetic of one attention op: its MatMuls (q k^T, and P v, dy v^T, dS k or P^T dy) and 8
+    per score for the softmax and its backward. q [..., L, E], k [..., S, E]; Ev from v or dy."""
+    q, k = inputs[0][0], inputs[1][0]
+    if len(q) < 2 or len(k) < 2:
+        return float(math.prod(q))
+    scores = math.prod(q[:-1]) * k[-2]
+    ev_of = inputs[2][0] if op == "Attention" else inputs[-1][0]  # v, or dy
+    ev = ev_of[-1] if ev_of else 1
+    matmuls = {"Attention": q[-1] + ev, "AttentionLogSumExp": q[-1], "AttentionBackwardValue": q[-1] + ev}
+    return 2.0 * scores * matmuls.get(op, 2 * q[-1] + ev) + 8.0 * scores
 
 
 def activation_weight(kind: str) -> float:
@@ -82,6 +101,8 @@ class CostModel:
             if op == "Conv2d":
                 dy = out[0]
             work = 2.0 * math.prod(dy) * math.prod(w[1:])
+        elif op in ATTENTION_OPS:
+            work = attention_work(op, inputs)
         else:
             work = out_elems * self.weight(op, kind)
         return self.launch + self.byte * moved + self.flop * work

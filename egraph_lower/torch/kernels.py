@@ -639,5 +639,12 @@ def conv2d_merge_groups(t: Tensor) -> Tensor:
     return t.transpose(2, 3).reshape(n, g * og, oh, ow)
 
 
+# the attention ops' functions (a module of their own: flash attention's kernels and the same math)
+from .kernels_attention import (attention, attention_backward_key, attention_backward_query,  # noqa: E402
+                                attention_backward_value, attention_lse, safe_softmax)
+
+ATTENTION_KERNELS = (attention, attention_lse, attention_backward_query, attention_backward_key,
+                     attention_backward_value, safe_softmax)
+
 # each op's function, as its declaration names it (`OpDef.torch`)
 KERNELS: dict[str, Callable[..., Any]] = {d.name: globals()[d.torch] for d in OPDEFS.values() if d.torch}

@@ -1,0 +1,98 @@
+"""The attention ops (opdefs/attention.py) as PyTorch functions, with the format's semantics.
+
+Computed in the tensors' dtype through torch's own kernels: `Attention` and `AttentionLogSumExp` are
+torch's flash attention for CPU where it applies (4-d, E == Ev; its output on a fully masked row is 0,
+as the format's), the backward ops its backward kernel. Elsewhere (another rank, E != Ev) the same
+math in plain torch ops, f16/bf16 in float32 rounded once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+_FLASH = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+_FLASH_BWD = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
+
+
+def _scale(q: Tensor, scale: float | None) -> float:
+    return 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+
+
+def _flash_fits(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> bool:
+    return q.dim() == 4 and q.shape[-1] == v.shape[-1] and mask.dim() <= 4 and q.shape[-1] > 0
+
+
+def _mask4(q: Tensor, k: Tensor, mask: Tensor) -> Tensor | None:
+    """The mask as flash attention takes it (None for a scalar 0), in q's dtype."""
+    if mask.dim() == 0 and float(mask) == 0.0:
+        return None
+    return mask.to(q.dtype).expand(*q.shape[:-1], k.shape[-2])
+
+
+def _probs(q: Tensor, k: Tensor, mask: Tensor, scale: float, causal: bool) -> tuple[Tensor, Tensor]:
+    """(P, lse) in float32 (float64 for f64): the format's masked softmax and its log-sum-exp."""
+    dt = torch.float64 if q.dtype == torch.float64 else torch.float32
+    t = (q.to(dt) * scale) @ k.to(dt).transpose(-1, -2) + mask.to(dt)
+    if causal:
+        keep = torch.ones(t.shape[-2:], dtype=torch.bool, device=t.device).tril()
+        t = t.masked_fill(~keep, -math.inf)
+    m = t.amax(dim=-1, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    e = torch.exp(t - m)
+    z = e.sum(dim=-1, keepdim=True)
+    p = e / torch.clamp(z, min=1.0)
+    return p, (m + torch.log(torch.clamp(z, min=1.0)))[..., 0]
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: float | None = None,
+              causal: bool = False) -> Tensor:
+    s = _scale(q, scale)
+    if _flash_fits(q, k, v, mask):
+        return _FLASH(q, k, v, 0.0, bool(causal), attn_mask=_mask4(q, k, mask), scale=s)[0]
+    p, _ = _probs(q, k, mask, s, bool(causal))
+    return (p @ v.to(p.dtype)).to(q.dtype)
+
+
+def attention_lse(q: Tensor, k: Tensor, mask: Tensor, scale: float | None = None, causal: bool = False) -> Tensor:
+    _, lse = _probs(q, k, mask, _scale(q, scale), bool(causal))
+    return lse.to(q.dtype)
+
+
+def _grads(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, out: Tensor, lse: Tensor, dy: Tensor,
+           scale: float | None, causal: bool) -> tuple[Tensor, Tensor, Tensor]:
+    s = _scale(q, scale)
+    if _flash_fits(q, k, v, mask):
+        lse32 = lse.to(torch.float64 if q.dtype == torch.float64 else torch.float32)
+        return _FLASH_BWD(dy, q, k, v, out, lse32, 0.0, bool(causal), attn_mask=_mask4(q, k, mask), scale=s)
+    p, _ = _probs(q, k, mask, s, bool(causal))
+    dt = p.dtype
+    dp = dy.to(dt) @ v.to(dt).transpose(-1, -2)
+    ds = p * (dp - (p * dp).sum(dim=-1, keepdim=True))
+    dq = (ds @ k.to(dt)) * s
+    dk = (ds.transpose(-1, -2) @ q.to(dt)) * s
+    dv = p.transpose(-1, -2) @ dy.to(dt)
+    return dq.to(q.dtype), dk.to(q.dtype), dv.to(q.dtype)
+
+
+def attention_backward_query(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, out: Tensor, lse: Tensor, dy: Tensor,
+                             scale: float | None = None, causal: bool = False) -> Tensor:
+    return _grads(q, k, v, mask, out, lse, dy, scale, causal)[0]
+
+
+def attention_backward_key(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, out: Tensor, lse: Tensor, dy: Tensor,
+                           scale: float | None = None, causal: bool = False) -> Tensor:
+    return _grads(q, k, v, mask, out, lse, dy, scale, causal)[1]
+
+
+def attention_backward_value(q: Tensor, k: Tensor, mask: Tensor, lse: Tensor, dy: Tensor,
+                             scale: float | None = None, causal: bool = False) -> Tensor:
+    s = _scale(q, scale)
+    p, _ = _probs(q, k, mask, s, bool(causal))
+    return (p.transpose(-1, -2) @ dy.to(p.dtype)).to(q.dtype)
+
+
+def safe_softmax(x: Tensor, axis: int) -> Tensor:
+    return torch.ops.aten._safe_softmax(x, axis)
