@@ -168,51 +168,6 @@ def _where(ctx: Context, a: dict[str, Any]) -> int:
     return ctx.add("Where", (cond, ctx.operand(a["self"], dt), ctx.operand(a["other"], dt)))
 
 
-@handles("masked_fill.Scalar", "masked_fill.Tensor")
-def _masked_fill(ctx: Context, a: dict[str, Any]) -> int:
-    """where(mask, value, self): the mask broadcasts to self's shape, the value is cast to self's dtype (a
-    non-finite value is refused: the format's JSON holds finite numbers only)."""
-    dt = ctx.out_dtype()
-    mask = ctx.cast(ctx.t(a["mask"]), "bool")
-    return ctx.add("Where", (mask, ctx.operand(a["value"], dt), ctx.cast(ctx.t(a["self"]), dt)))
-
-
-@handles("logical_not.default")
-def _logical_not(ctx: Context, a: dict[str, Any]) -> int:
-    x = ctx.t(a["self"])
-    is_zero = ctx.add("Compare", (x, ctx.const(0, ctx.dtype(x))), {"op": "Eq"})
-    return ctx.cast(is_zero, ctx.out_dtype())
-
-
-@handles("bitwise_not.default")
-def _bitwise_not(ctx: Context, a: dict[str, Any]) -> int:
-    """On bool, logical not; on integers, two's complement's ~x = -1 - x (never overflows)."""
-    dt = ctx.out_dtype()
-    if dt == "bool":
-        return _logical_not(ctx, a)
-    if dt in FLOAT_DTYPES:
-        raise ctx.refuse(f"bitwise_not of {dt}")
-    return ctx.add("Binary", (ctx.const(-1, dt), ctx.t(a["self"])), {"op": "Sub"})
-
-
-@handles("arange.default", "arange.start", "arange.start_step")
-def _arange(ctx: Context, a: dict[str, Any]) -> int:
-    """start + step * Iota, computed in i64 and cast to the result's dtype (torch computes these integer
-    values exactly and rounds once); a fractional start or step is refused (torch's float rounding
-    depends on its kernel's vectorisation)."""
-    shape, dt = ctx.out()
-    start, step = ctx.scalar(a.get("start", 0)), ctx.scalar(a.get("step", 1))
-    if any(isinstance(v, float) and v != int(v) for v in (start, step)):
-        raise ctx.refuse(f"arange with a fractional start or step ({start}, {step})")
-    at = dt if dt in ("i32", "i64") else "i64"
-    out = ctx.add("Iota", (ctx.const(0, at, shape),), {"axis": 0, "dtype": at})
-    if step != 1:
-        out = ctx.add("Binary", (out, ctx.const(int(step), at)), {"op": "Mul"})
-    if start != 0:
-        out = ctx.add("Binary", (out, ctx.const(int(start), at)), {"op": "Add"})
-    return ctx.cast(out, dt)
-
-
 # --------------------------------------------------------------------------- activations
 
 _UNARY = {
