@@ -70,8 +70,10 @@ def main() -> int:
         print("| model | graph | nodes in | backend | nodes out | wall s | peak MB | "
               + " | ".join(STAGES) + " | total |")
         print("|---|---|---:|---|---:|---:|---:|" + "---:|" * (len(STAGES) + 1))
+        results: dict[tuple[str, str, int], dict[str, str]] = {}  # (model, graph, nodes in) -> backend -> cell
         for item in json.loads((where / MANIFEST).read_text()):
             src = Path(item["path"])
+            row = results.setdefault((item["model"], item["graph"], item["nodes"]), {})
             for backend in args.backends.split(","):
                 stem = Path(backend).stem  # a built-in name or a backend file's path
                 out, rep = src.with_suffix(f".{stem}.json"), src.with_suffix(f".{stem}.report.json")
@@ -79,11 +81,19 @@ def main() -> int:
                 head = f"| {item['model']} | {item['graph']} | {item['nodes']} | {stem} |"
                 if m.returncode:
                     print(f"{head} failed: {m.stderr.strip()[:200]} |")
+                    row[stem] = "failed"
                     continue
                 r = json.loads(rep.read_text())
                 s = r["seconds"]
                 stages = " | ".join(f"{s[k]:.3f}" for k in (*STAGES, "total"))
                 print(f"{head} {r['after']['nodes']} | {m.seconds:.2f} | {m.peak_mb:.0f} | {stages} |", flush=True)
+                row[stem] = f"{r['after']['nodes']} / {s['total']:.3f}"
+    stems = [Path(b).stem for b in args.backends.split(",")]
+    print("\nnodes out / lowering seconds (the report's total) per backend:\n")
+    print("| model | graph | nodes in | " + " | ".join(stems) + " |")
+    print("|---|---|---:|" + "---:|" * len(stems))
+    for (model, fx_name, nodes), row in results.items():
+        print(f"| {model} | {fx_name} | {nodes} | " + " | ".join(row.get(b, "") for b in stems) + " |")
     return 0
 
 
