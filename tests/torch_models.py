@@ -245,7 +245,7 @@ CASES: dict[str, Case] = {c.name: c for c in (
 )}
 
 
-def step_of(case: Case, model: nn.Module, compile_loss: Callable[[Loss], Any] | None = None,
+def step_of(case: Case, model: nn.Module, compile_loss: Callable[[Callable[..., Tensor]], Any] | None = None,
             seed: int = 100) -> Callable[[tuple[Tensor, ...], Any], Tensor]:
     """One training step of `model` on a batch (compiled when `compile_loss` is given), called as
     `step(batch, None)` (`tests/torch_steps.train`'s `step(x, y)`): the generator seeded before each
