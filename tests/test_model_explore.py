@@ -23,7 +23,7 @@ from egraph_lower.explore import explore
 
 GRAPH = Path(__file__).parent / "data" / "gpt2_block_backward.json"
 WEIGHED = ("SoftmaxBackward", "LayerNormBackwardInput", "LayerNormBackwardWeight", "EmbeddingBackward",
-           "NllLossBackward", "LogSoftmaxBackward", "DropoutBackward", "ActivationBackward")
+           "NllLossBackward", "LogSoftmaxBackward", "DropoutBackward", "ActivationBackward", "SliceBackward")
 
 
 def _check_choice(choice: dict[str, Any], op: str) -> None:
