@@ -1,15 +1,14 @@
 """Every aten mapping, registered: importing this module fills `registry.HANDLERS` with the handlers
 of `aten.py` and of each family's module (softmax and MSE, index ops and losses, normalization,
-parametrised activations and slicing, pooling, convolution, attention)."""
+parametrised activations and slicing, pooling, convolution, attention, masks and ranges)."""
 
 from __future__ import annotations
 
-from . import aten, aten_acts, aten_conv, aten_index, aten_norm, aten_pool, aten_softmax
-from . import aten_attention
+from . import aten, aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool, aten_softmax
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
 
 __all__ = ["HANDLERS", "get_attr"]
-FAMILIES = (aten_acts, aten_conv, aten_index, aten_norm, aten_pool, aten_softmax,
-            aten_attention)  # registered by importing them
+FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool,
+            aten_softmax)  # registered by importing them

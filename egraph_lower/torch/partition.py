@@ -185,10 +185,16 @@ def split_lowered(graph: Graph, signature: Signature, segments: list[Segment]
                   ) -> list[tuple[Graph, Signature] | None]:
     """`graph` (the lowered `combined_graph`, whose calling convention is `signature`) cut back into
     one (graph, signature) per segment, called with the segment's inputs; None for a segment
-    whose piece computes nothing or needs a value that is not one of its inputs."""
+    whose piece computes nothing or needs a value that is not one of its inputs.
+
+    A dropout mask (`signature.masks`) is drawn by the piece that needs it, at its start: the
+    pieces run in order, so the generator is consumed as eager's dropouts consume it. A mask
+    that an earlier piece drew already cannot be drawn again: such a piece is None."""
     by_id = graph.by_id
     out: list[tuple[Graph, Signature] | None] = []
     start = 0
+    masks = {m.name: m for m in signature.masks}
+    drawn: set[str] = set()
     for seg in segments:
         slots = signature.outputs[start:start + len(seg.outputs)]
         start += len(seg.outputs)
@@ -198,9 +204,11 @@ def split_lowered(graph: Graph, signature: Signature, segments: list[Segment]
         used = _reachable(by_id, outputs)
         needs = {by_id[i].attrs["name"] for i in used if by_id[i].op in ("Input", "Param")}
         passed = {signature.inputs[s.index] for s in slots if s.kind == "input"}
-        if not outputs or not (needs | passed) <= set(names):
+        own = needs & set(masks)
+        if not outputs or not (needs - own | passed) <= set(names) or own & drawn:
             out.append(None)
             continue
+        drawn |= own
         new_slots: list[Slot] = []
         k = 0
         for s in slots:
@@ -212,7 +220,8 @@ def split_lowered(graph: Graph, signature: Signature, segments: list[Segment]
             else:
                 new_slots.append(s)
         piece = Graph([n for n in graph.nodes if n.id in used], outputs, graph.name)
-        out.append((piece, Signature(names, tuple(new_slots), True)))
+        out.append((piece, Signature(names, tuple(new_slots), True, tuple(m for m in signature.masks
+                                                                           if m.name in own))))
     return out
 
 
