@@ -150,6 +150,53 @@ class LlamaBlock(nn.Module):
         return self.head(self.norm_f(h))
 
 
+class SdpaAttention(nn.Module):
+    """Multi-head attention by `F.scaled_dot_product_attention` (torch's flash kernel on CPU)."""
+
+    def __init__(self, d: int, heads: int, causal: bool) -> None:
+        super().__init__()
+        self.heads, self.causal = heads, causal
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+    def forward(self, x: Tensor) -> Tensor:
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        return self.proj(y.transpose(1, 2).reshape(b, n, d))
+
+
+class PreNormBlock(nn.Module):
+    """Pre-norm transformer block: LayerNorm, multi-head attention, residual, LayerNorm, GELU MLP."""
+
+    def __init__(self, d: int, heads: int, causal: bool = False) -> None:
+        super().__init__()
+        self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = SdpaAttention(d, heads, causal)
+        self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x + self.attn(self.n1(x))
+        return x + self.mlp(self.n2(x))
+
+
+class ViT(nn.Module):
+    """A small vision transformer: 4x4 patches of an 8x8 image by a strided Conv2d, a class token and
+    position embeddings, 2 blocks, a linear head on the class token."""
+
+    def __init__(self, d: int = 16, heads: int = 2, classes: int = 5) -> None:
+        super().__init__()
+        self.patch = nn.Conv2d(3, d, 4, stride=4)
+        self.cls = nn.Parameter(torch.randn(1, 1, d) * 0.1)
+        self.pos = nn.Parameter(torch.randn(1, 5, d) * 0.1)
+        self.blocks = nn.Sequential(PreNormBlock(d, heads), PreNormBlock(d, heads))
+        self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, classes)
+
+    def forward(self, x: Tensor) -> Tensor:
+        p = self.patch(x).flatten(2).transpose(1, 2)
+        h = torch.cat([self.cls.expand(x.shape[0], -1, -1), p], dim=1) + self.pos
+        return self.head(self.norm(self.blocks(h))[:, 0])
+
+
 def _conv_bn(cin: int, cout: int, k: int = 3, stride: int = 1) -> list[nn.Module]:
     return [nn.Conv2d(cin, cout, k, stride=stride, padding=k // 2, bias=False), nn.BatchNorm2d(cout)]
 
@@ -242,6 +289,8 @@ CASES: dict[str, Case] = {c.name: c for c in (
     Case("cnn", Cnn, _images, _classify),
     Case("cnn_eval", Cnn, _images, _classify, eval_mode=True),
     Case("resnet", ResidualCnn, _images, _classify),
+    Case("vit", ViT, lambda g: (torch.randn(4, 3, 8, 8, generator=g), torch.randint(0, 5, (4,), generator=g)),
+         _classify),
 )}
 
 

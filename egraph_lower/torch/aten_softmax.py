@@ -3,10 +3,6 @@
 - `_softmax(x, dim, half_to_float)`, `_log_softmax(...)`: `Softmax`/`LogSoftmax{axis: dim}`.
   With half_to_float (an f16 input, an f32 result) x is cast to f32 first: torch
   computes in f32 and keeps the f32 result, exactly that.
-- `_safe_softmax(x, dim, dtype)` (what scaled_dot_product_attention's math path computes): the
-  softmax of x (cast to dtype first), 0 on a row that is -inf throughout (where `Softmax` gives
-  nan): `Where(all(x < lowest finite), 0, Softmax(x))`; `x < lowest` is `x == -inf` exactly, and
-  needs no infinite constant.
 - `_softmax_backward_data(grad_output, output, dim, input_dtype)` and the log form:
   `SoftmaxBackward`/`LogSoftmaxBackward{axis: dim}(output, grad_output)`, computed
   in the dtype of grad_output and output (promoted), then cast to input_dtype (the
@@ -23,10 +19,9 @@ from typing import Any
 
 import torch
 
-from ..dtypes import FLOAT_DTYPES
 from ..opdefs.mse import REDUCTIONS
 from .registry import handles
-from .common import FORMAT_TO_TORCH, format_dtype
+from .common import format_dtype
 from .context import Context
 
 
@@ -40,20 +35,6 @@ def _softmax(ctx: Context, a: dict[str, Any]) -> int:
     op = "LogSoftmax" if str(ctx.node.target).startswith("aten._log_softmax") else "Softmax"  # type: ignore[union-attr]
     x = ctx.cast(ctx.t(a["self"]), ctx.out_dtype())
     return ctx.add(op, (x,), {"axis": int(a["dim"])})
-
-
-@handles("_safe_softmax.default")
-def _safe_softmax(ctx: Context, a: dict[str, Any]) -> int:
-    x = ctx.t(a["self"])
-    dt, xdt = ctx.out_dtype(), ctx.dtype(x)
-    if xdt not in FLOAT_DTYPES:
-        raise ctx.refuse(f"_safe_softmax of {xdt}")
-    axis = int(a["dim"]) % max(len(ctx.shape(x)), 1)
-    y = ctx.add("Softmax", (ctx.cast(x, dt),), {"axis": axis})
-    lowest = float(torch.finfo(FORMAT_TO_TORCH[xdt]).min)
-    neg_inf = ctx.add("Compare", (x, ctx.const(lowest, xdt)), {"op": "Lt"})
-    all_masked = ctx.add("Reduce", (neg_inf,), {"op": "Min", "axes": [axis], "keep_dim": True})  # all, on bool
-    return ctx.add("Where", (all_masked, ctx.const(0, dt), y))
 
 
 def _backward(ctx: Context, a: dict[str, Any], op: str) -> int:

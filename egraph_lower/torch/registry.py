@@ -16,9 +16,12 @@ HANDLERS: dict[str, Handler] = {}
 
 
 def handles(*names: str) -> Callable[[Handler], Handler]:
+    """Register `fn` for those ops; an op has one mapping, so a second registration is an error."""
     def register(fn: Handler) -> Handler:
         for n in names:
-            HANDLERS[f"aten.{n}"] = fn
+            had = HANDLERS.setdefault(f"aten.{n}", fn)
+            if had is not fn:
+                raise RuntimeError(f"aten.{n} is mapped twice: by {had.__module__} and {fn.__module__}")
         return fn
 
     return register
