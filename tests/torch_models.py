@@ -36,11 +36,13 @@ class Mlp(nn.Module):
 
 class CausalSelfAttention(nn.Module):
     """Eager-style attention: one projection to q, k, v, scores masked above the diagonal (with the
-    dtype's lowest value, as transformers does, or `fill`: nanoGPT fills -inf), softmax."""
+    dtype's lowest value, as transformers does, or `fill`: nanoGPT fills -inf), softmax. `masked` makes the
+    mask from the causal buffer (default: its negation)."""
 
-    def __init__(self, d: int, heads: int, max_len: int, p: float, fill: float | None = None) -> None:
+    def __init__(self, d: int, heads: int, max_len: int, p: float, fill: float | None = None,
+                 masked: Callable[[Tensor], Tensor] = torch.logical_not) -> None:
         super().__init__()
-        self.fill = fill
+        self.fill, self.masked = fill, masked
         self.heads, self.qkv, self.proj = heads, nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.attn_drop, self.resid_drop = nn.Dropout(p), nn.Dropout(p)
         self.register_buffer("causal", torch.tril(torch.ones(max_len, max_len, dtype=torch.bool)))
@@ -50,7 +52,7 @@ class CausalSelfAttention(nn.Module):
         q, k, v = (t.view(b, n, self.heads, d // self.heads).transpose(1, 2) for t in self.qkv(x).split(d, dim=2))
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.heads)
         fill = torch.finfo(scores.dtype).min if self.fill is None else self.fill
-        scores = scores.masked_fill(~self.causal[:n, :n], fill)
+        scores = scores.masked_fill(self.masked(self.causal[:n, :n]), fill)
         out = self.attn_drop(scores.softmax(-1)) @ v
         return self.resid_drop(self.proj(out.transpose(1, 2).reshape(b, n, d)))
 
@@ -60,10 +62,10 @@ class Gpt2Block(nn.Module):
     residuals, a final LayerNorm and an LM head tied to the token embedding."""
 
     def __init__(self, vocab: int = 48, d: int = 32, heads: int = 2, max_len: int = 16, p: float = 0.1,
-                 fill: float | None = None) -> None:
+                 **attention: Any) -> None:
         super().__init__()
         self.wte, self.wpe, self.drop = nn.Embedding(vocab, d), nn.Embedding(max_len, d), nn.Dropout(p)
-        self.ln1, self.attn = nn.LayerNorm(d), CausalSelfAttention(d, heads, max_len, p, fill)
+        self.ln1, self.attn = nn.LayerNorm(d), CausalSelfAttention(d, heads, max_len, p, **attention)
         self.ln2, self.ln_f = nn.LayerNorm(d), nn.LayerNorm(d)
         self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"), nn.Linear(4 * d, d), nn.Dropout(p))
         self.head = nn.Linear(d, vocab, bias=False)

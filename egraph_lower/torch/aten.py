@@ -21,6 +21,7 @@ Decisions (checked against torch's kernels; see docs/torch.md):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -85,12 +86,21 @@ def get_attr(ctx: Context, value: Any) -> int:
 
     with unset_fake_temporarily():  # AOTAutograd compiles under a FakeTensorMode; the module's tensor is real
         data = value.detach().cpu()
+        odd = None  # the non-finite values, 0 elsewhere
         if dtype in FLOAT_DTYPES:
-            if not bool(torch.isfinite(data).all()):
-                raise ctx.refuse("a constant tensor with inf or nan (the format's JSON holds finite numbers only)")
             data = data.double()
+            finite = torch.isfinite(data)
+            if not bool(finite.all()):
+                odd, data = data.where(~finite, 0.0), data.where(finite, 0.0)
         values = data.tolist()
-    return ctx.add("Constant", (), {"value": values}, shape, dtype)
+    out = ctx.add("Constant", (), {"value": values}, shape, dtype)
+    if odd is not None:  # the JSON holds finite numbers: each kind of non-finite value put where it is
+        for v in (-math.inf, math.inf, math.nan):
+            at = odd.isnan() if math.isnan(v) else odd == v
+            if bool(at.any()):
+                where = ctx.add("Constant", (), {"value": at.tolist()}, shape, "bool")
+                out = ctx.add("Where", (where, ctx.non_finite(v, dtype), out))
+    return out
 
 
 # --------------------------------------------------------------------------- elementwise arithmetic

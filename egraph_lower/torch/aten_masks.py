@@ -3,8 +3,7 @@ labels, each onto the format ops of the same meaning (checked against torch's ke
 tests/test_torch_models.py).
 
 - `masked_fill(x, mask, v)`: `Where(mask, v, x)`; the mask broadcasts to x's shape, v is cast
-  to x's dtype. A non-finite v is refused, as every constant (the format's JSON holds finite
-  numbers only): `torch.finfo(dtype).min` is what `transformers` fills with.
+  to x's dtype (-inf, nanoGPT's fill, as every non-finite constant: `Context.non_finite`).
 - `logical_not(x)`: `Compare{Eq}(x, 0)`; `bitwise_not` of bool is the same, of integers
   `Binary{Sub}(-1, x)` (two's complement; it never overflows).
 - `arange(start, end, step)`: `Iota{axis: 0}` in i64, `* step + start`, cast to the result's

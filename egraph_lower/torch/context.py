@@ -104,13 +104,23 @@ class Context:
         raise self.refuse(f"expected a Python number, got {type(value).__name__}")
 
     def const(self, value: Any, dtype: str, shape: Sequence[int] = ()) -> int:
-        """A Constant of `dtype` (a Python scalar is rounded to the dtype first, as torch does)."""
+        """A Constant of `dtype` (a Python scalar is rounded to the dtype first, as torch does); an
+        infinite or NaN float as `non_finite` writes it."""
         v = self.scalar(value)
         if isinstance(v, float) and not math.isfinite(v):
-            raise self.refuse(f"constant {v} is not finite (the format's JSON holds finite numbers only)")
+            if dtype in INT_DTYPES or dtype == "bool":
+                raise self.refuse(f"constant {v} is not finite ({dtype})")
+            return self.non_finite(v, dtype, shape)
         if dtype in INT_DTYPES and isinstance(v, float) and v != int(v):
             raise self.refuse(f"constant {v} is not an integer ({dtype})")
         return self.add("Constant", (), {"value": round_to(v, dtype)}, shape, dtype)
+
+    def non_finite(self, v: float, dtype: str, shape: Sequence[int] = ()) -> int:
+        """-inf, +inf or nan of a float dtype, which the format's JSON cannot hold: as the format says a
+        producer writes them, `Log` of a Constant 0 (-inf), its `Neg` (+inf), `Log` of -1 (nan)."""
+        log = self.add("Activation", (self.add("Constant", (), {"value": -1.0 if math.isnan(v) else 0.0}, shape, dtype),),
+                       {"kind": "Log"})
+        return self.add("Activation", (log,), {"kind": "Neg"}) if v > 0 else log
 
     def cast(self, nid: int, dtype: str) -> int:
         return nid if self.dtype(nid) == dtype else self.add("Cast", (nid,), {"to": dtype})
