@@ -6,7 +6,10 @@ DAG-aware local search) and the exact integer program, on e-graphs where sharing
 
 The set: joint forward + backward MLPs (forward values the backward can reuse) for
 metal, tpu and wgpu (wgpu lowers two levels: backward ops, then Gelu/Silu/Erf),
-a wide graph sharing one x, and a dear-sigmoid backend where the tree pass is misled.
+a wide graph sharing one x, a dear-sigmoid backend where the tree pass is misled, and
+ResNet-18's convolution gradients (bench/conv.py), where on wgpu a weight gradient's
+cheapest form pays off only once the convolution it needs is unfolded differently (a
+compound switch of the local search).
 `proven`: whether the solver proved the exact extractor's choice optimal.
 """
 
@@ -16,6 +19,7 @@ import argparse
 import time
 
 from common import ROOT  # noqa: F401  (sets up the import path)
+from conv import resnet18_step
 from generate import chain, mlp, wide
 
 import egraph_lower as el
@@ -38,6 +42,7 @@ def cases() -> list[tuple[str, el.Graph, el.Backend]]:
                 (f"wide64 {backend}", wide(64), b),
                 (f"chain200 {backend}", chain(200), b)]
     out.append(("mlp4 dear-sigmoid", mlp(4, batch=16, width=32, kinds=("Sigmoid", "Silu")), DEAR_SIGMOID))
+    out += [(f"resnet18 {b}", resnet18_step(), el.load_backend(b)) for b in ("metal", "wgpu")]
     return out
 
 

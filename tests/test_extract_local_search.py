@@ -14,9 +14,10 @@ from egraph_lower.extract import Costs, Selection
 from egraph_lower.extract.local_search import promising
 from egraph_lower.extract.pricing import Pricer
 from egraph_lower.extract.walks import children_first
-from egraph_lower.lower import saturate_graph
+from egraph_lower.lower import extract_for, saturate_graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from conv import resnet18_step  # noqa: E402
 from generate import chain, mlp, wide  # noqa: E402
 
 
@@ -67,3 +68,13 @@ def test_the_filter_keeps_every_alternative_the_check_accepts(make, backend: str
                 assert n in kept.get(c, ()), (c, n)
     assert sum(map(len, kept.values())) <= sum(map(len, legal.values()))
     assert checked or make is joint  # (the joint graph's new-work choice has nothing to try)
+
+
+def test_a_switch_that_gains_only_with_what_it_needs_chosen_again_is_found() -> None:
+    # wgpu, ResNet-18's weight gradients: the convolution form is the cheapest at 512 channels only with
+    # the convolution it needs unfolded by conv-im2col, not as the start prices that class alone
+    backend = el.load_backend("wgpu")
+    s = saturate_graph(resnet18_step(), [backend])
+    greedy, exact = (extract_for(s, backend, how)[0] for how in ("greedy", "exact"))
+    assert exact.optimal
+    assert greedy.cost == pytest.approx(exact.cost, rel=1e-12)

@@ -6,7 +6,9 @@ choosing, though it is paid once in the graph. This pass fixes what that
 misjudges: for every chosen class with another legal e-node, it computes the
 exact change of the DAG cost if the class switched to that e-node (classes that
 become needed are added with the start's choice; classes nobody
-needs any more are dropped, recursively) and keeps switches that lower it.
+needs any more are dropped, recursively) and keeps switches that lower it. Then
+compound switches: a switch together with new choices for the classes it made
+needed (the start priced those alone, not in the company the switch gives them).
 Reference counts (`selection.Selection`) make each trial cost only the part of
 the graph it touches.
 """
@@ -55,7 +57,8 @@ def local_search(t: Tables, kernel: np.ndarray, fallback: Sequence[int], best: S
     the current e-node's kernel plus the tree cost of the children only it uses. The
     search stops after `passes` passes or `work` x (number of e-nodes) steps (at least
     50,000: small graphs are searched to the end), so it stays within a small multiple of
-    the start.
+    the start. The compound passes that follow try every alternative under what is left of
+    that work.
     """
     node_cost = array("d", kernel.tobytes())  # inf where the backend cannot run the e-node
     s = Selection(t, node_cost, fallback, ex.choice, roots)
@@ -87,14 +90,45 @@ def local_search(t: Tables, kernel: np.ndarray, fallback: Sequence[int], best: S
 
     runnable = kernel < np.inf
     choosing = np.bincount(t.eclass_array[runnable], minlength=t.n_classes) > 1  # classes with a choice
-    switched = False
-    for pass_ in range(passes):
+
+    def every_alternative() -> dict[int, list[int]]:
+        return {c: [n for n in nodes[c] if node_cost[n] < _INF] for c in s.choice if choosing[c]}
+
+    def undo_since(mark: int) -> None:
+        """Revert the trial's log from `mark` on, keeping what came before it."""
+        kept, s.log = s.log[:mark], s.log[mark:]
+        s.undo()
+        s.log = kept
+
+    def rechoose(new: list[tuple[int, int]]) -> float:
+        """Switch each class the trial made needed (taken with the start's e-node) to another e-node
+        where that lowers the cost in the trial's company; the change of cost, logged with the trial."""
+        nonlocal budget
+        gain = 0.0
+        for k, _ in new:
+            if k not in s.choice or not choosing[k]:
+                continue
+            for m in nodes[k]:
+                if m == s.choice[k] or node_cost[m] == _INF or any(
+                        fallback[j] < 0 and j not in s.choice for j in kids_of(m)):
+                    continue
+                mark = len(s.log)
+                d = s.switch(k, m)
+                budget -= len(s.log) - mark
+                if d < -_EPS:
+                    gain += d
+                else:
+                    undo_since(mark)
+        return gain
+
+    def search(scan: dict[int, list[int]], compound: bool) -> bool:
+        """One pass over the selected classes of `scan`; whether a switch was kept. Plain: each
+        alternative alone, skipped where the bounds say it cannot gain. Compound: every
+        alternative, with the classes it makes needed chosen again (`rechoose`), which the
+        bounds do not cover."""
+        nonlocal budget, cyclic
         improved = False
-        if pass_ == 0:
-            scan = promising(t, pricer or Pricer(t, kernel), kernel, best, s, runnable & choosing[t.eclass_array])
-        else:
-            scan = {c: [n for n in nodes[c] if node_cost[n] < _INF] for c in s.choice if choosing[c]}
-        for c in [c for c in s.choice if c in scan] if scan else ():
+        for c in [c for c in s.choice if c in scan]:
             if c not in s.choice:
                 continue
             budget -= len(scan[c])
@@ -102,30 +136,43 @@ def local_search(t: Tables, kernel: np.ndarray, fallback: Sequence[int], best: S
             own = node_cost[cur] + sum(best[k] for k in kids_of(cur) if s.refs[k] == 1)
             for n in scan[c]:
                 cost = node_cost[n]
-                if n == s.choice[c] or cost >= own:
+                if n == s.choice[c] or (cost >= own and not compound):
                     continue
                 kids = kids_of(n)
                 if any(fallback[k] < 0 and k not in s.choice for k in kids):
                     continue
-                if cost + sum(adds(k) for k in kids) >= own:
+                if not compound and cost + sum(adds(k) for k in kids) >= own:
                     continue
                 s.keep()
                 delta = s.switch(c, n)
                 budget -= len(s.log)
+                if compound and delta >= -_EPS:
+                    delta += rechoose(s.selected())
                 if delta < -_EPS and cyclic is None:
                     cyclic = set(np.flatnonzero(classes_on_cycles(t, runnable)).tolist())
                 if delta < -_EPS and (not cyclic or cycle_free(s, _touched(c, s), cyclic)):
                     s.keep()
-                    improved = switched = True
+                    improved = True
                     added.clear()  # the selection changed
-                    cur = n
                     own = cost + sum(best[k] for k in kids if s.refs[k] == 1)
                 else:
                     s.undo()
             if budget < 0:
                 break
+        return improved
+
+    switched = False
+    for pass_ in range(passes):
+        scan = promising(t, pricer or Pricer(t, kernel), kernel, best, s, runnable & choosing[t.eclass_array]) \
+            if pass_ == 0 else every_alternative()
+        improved = search(scan, compound=False)
+        switched |= improved
         if not improved or budget < 0:
             break
+    for _ in range(passes):  # then compound switches, while the work allows
+        if budget < 0 or not search(every_alternative(), compound=True):
+            break
+        switched = True
     order = _order(ex.order, s.choice) if switched else ex.order
     return Extraction(s.choice, dag_cost(node_cost, s.choice), order)
 
