@@ -9,7 +9,7 @@ An `OpDef` states, once, everything the stages need to know about an op:
   primitive `Field`s, how an attribute encodes into a field and decodes back, and
   the rule-notation `Head`s that spell it);
 - `domain`: the name of the numerical checker's sampling domain for rules that
-  rewrite it away (`rules/domains.py` `DOMAINS`; None: no rule may have it as lhs);
+  rewrite it away (`rules/domains/` `DOMAINS`; None: no rule may have it as lhs);
 - `torch`: the name of its function in `egraph_lower/torch/kernels.py`;
 - `check`: a check of the attributes together (each has its own first);
 - `sample`: the attributes and input shapes/dtypes of one valid node, on which the

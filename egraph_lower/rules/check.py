@@ -10,7 +10,7 @@ For a rule `lhs => rhs` and a dtype d (f64, f32, f16, bf16):
   a literal takes the dtype d of the op using it;
 - the error of one element is |got - ref| / scale in units of eps(d) (2^-52, 2^-23,
   2^-10, 2^-7), where scale = max(|ref|, |dy|, FLOOR(d)) for a gradient (FLOOR: a
-  small multiple of d's smallest normal, see domains.py):
+  small multiple of d's smallest normal, see domains/base.py):
   an error relative to the incoming gradient is what matters where f' is tiny.
   Forward rules use |ref| (Gelu: max(|ref|, |x|), see forward.py; the batch-norm
   sums, the BN forward and the log-softmax backward use the sum of the magnitudes of
@@ -25,7 +25,7 @@ For a rule `lhs => rhs` and a dtype d (f64, f32, f16, bf16):
   rule fails where it is worse than `fused` by more than HALF_MARGIN eps(d): the
   expansion computed in float32 must be no worse than the eager kernel rounded once.
 
-Domains: `domains.py` (each op's declaration names one).
+Domains: `domains/` (each op's declaration names one).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from ..egraph import language
 from ..evaluate import apply
 from . import ALL_RULES
 from .approximations import ATAN_MAX_ABS_ERROR, ERF_MAX_ABS_ERROR
-from .domains import BN_EPS, DTYPES, EPS, FLOOR, SCALES, TINY, UNDERFLOW_X, _ctor, _kind, _round, domain
+from .domains import BN_EPS, DTYPES, EPS, FLOOR, SCALES, TINY, UNDERFLOW_X, domain, lhs_ctor, lhs_kind, round_to
 from .dsl import App, Lit, Rule, Term, Var
 
 
@@ -146,7 +146,7 @@ def eval_term(t: Term, env: dict[str, object], dtype: str) -> np.ndarray:
 
 def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray, dtype: str) -> np.ndarray:
     f = {k: np.asarray(v, dtype=np.float64) for k, v in env.items() if isinstance(v, np.ndarray)}
-    label = _ctor(rule) if _ctor(rule) != "Act" else f"Act.{_kind(rule)}"
+    label = lhs_ctor(rule) if lhs_ctor(rule) != "Act" else f"Act.{lhs_kind(rule)}"
     with np.errstate(all="ignore"):
         if label == "BN":
             return np.abs((f["x"] - f["mean"]) / np.sqrt(f["var"] + BN_EPS) * f["gamma"]) + np.abs(f["beta"])
@@ -181,7 +181,7 @@ def _errors(rule: Rule, env: dict[str, object], got: np.ndarray, ref: np.ndarray
     got = np.asarray(got, dtype=np.float64)
     ref = np.asarray(ref, dtype=np.float64)
     with np.errstate(all="ignore"):
-        ref_d = _round(ref, dtype).astype(np.float64)
+        ref_d = round_to(ref, dtype).astype(np.float64)
         scale = np.maximum(_scale(rule, env, ref, dtype), FLOOR[dtype])
         err = np.abs(got - ref) / scale / EPS[dtype]
         same = (got == ref) | (np.isnan(got) & np.isnan(ref)) | (np.isinf(ref_d) & (got == ref_d))
@@ -212,7 +212,7 @@ def check_rule(rule: Rule, dtype: str) -> CheckResult:
 
 
 def _check_env(rule: Rule, dtype: str, env: dict[str, object]) -> CheckResult:
-    ref = eval_term(rule.lhs, {k: (_round(v, "f64") if isinstance(v, np.ndarray) else v) for k, v in env.items()},
+    ref = eval_term(rule.lhs, {k: (round_to(v, "f64") if isinstance(v, np.ndarray) else v) for k, v in env.items()},
                     "f64")
     got = eval_term(rule.rhs, env, dtype)
     fused = eval_term(rule.lhs, env, dtype)
@@ -223,7 +223,7 @@ def _check_env(rule: Rule, dtype: str, env: dict[str, object]) -> CheckResult:
     i = int(np.argmax(err)) if err.size else 0
     via_f32: float | None = None
     if dtype in HALF:
-        wide = _round(np.asarray(eval_term(rule.rhs, env, "f32"), dtype=np.float64), dtype)
+        wide = round_to(np.asarray(eval_term(rule.rhs, env, "f32"), dtype=np.float64), dtype)
         werr = _errors(rule, env, np.broadcast_to(wide, shape), ref, dtype)
         via_f32 = float(werr.max()) if werr.size else 0.0
     return CheckResult(rule.name, dtype, float(err.ravel()[i]) if err.size else 0.0, _point(env, shape, i),

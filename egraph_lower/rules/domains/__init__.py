@@ -1,0 +1,67 @@
+"""The numerical checker's sampling domains, and the precision of each dtype it checks in.
+
+An op's declaration names its domain (`OpDef.domain`, a key of `DOMAINS`); a domain gives the
+environment (variable -> array of the dtype, or a primitive) that a rule whose lhs is that op is
+checked on, or a list of them where it needs arrays of different shapes. One module per op family
+holds its domains and says which awkward points they sample; `base` holds what they share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ...egraph import language
+from ...opdefs import OPDEFS
+from ..dsl import Rule
+from .activations import PARAM_SAMPLES, activation_domain, param_activation_domain, relu_domain
+from .attention import ATTENTION_SCALES, attention_domain
+from .base import (BN_EPS, DTYPES, EPS, FLOOR, MAX, TINY, UNDERFLOW_X, Env, lhs_ctor, lhs_kind, round_to,
+                   x_domain)
+from .conv import conv_domain
+from .index import dropout_domain, embedding_domain, nll_domain, slice_domain
+from .normalization import NORM_SCALES, bn_domain, bntrain_domain, layernorm_domain
+from .pool import pool_domain
+from .softmax_loss import mse_domain, softmax_domain
+
+__all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
+           "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
+
+# the sampling domains an op's declaration may name (`OpDef.domain`)
+DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
+    "activation": activation_domain,
+    "relu": relu_domain,
+    "batchnorm": bn_domain,
+    "softmax": softmax_domain,
+    "mse": mse_domain,
+    "nll": nll_domain,
+    "dropout": dropout_domain,
+    "embedding": embedding_domain,
+    "layernorm": layernorm_domain,
+    "bntrain": bntrain_domain,
+    "maxpool": pool_domain,
+    "avgpool": pool_domain,
+    "conv": conv_domain,
+    "activation_params": param_activation_domain,
+    "slice": slice_domain,
+    "attention": attention_domain,
+}
+
+# The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
+# unbounded (the result is summed or cancelled from larger terms).
+SCALES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {**NORM_SCALES, **ATTENTION_SCALES}
+
+
+def domain(rule: Rule, dtype: str) -> Env | list[Env]:
+    """The environment (variable -> array of dtype, or primitive) the rule is checked on: the domain
+    its lhs op declares (`OpDef.domain`, one of `DOMAINS`); a list of them where the domain needs
+    arrays of different shapes."""
+    ctor = language.CTORS[lhs_ctor(rule)]
+    if dict(ctor.implies).get("kind") in PARAM_SAMPLES:  # a parametrised kind's constructor
+        return param_activation_domain(rule, dtype)
+    op = ctor.op
+    name = OPDEFS[op].domain
+    if name is None:
+        raise ValueError(f"rule {rule.name}: {op} declares no checker domain (OpDef.domain)")
+    return DOMAINS[name](rule, dtype)

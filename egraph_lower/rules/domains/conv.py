@@ -1,0 +1,72 @@
+"""The domain of the convolution rules: the convolutions of `CONV_CASES`.
+
+Grouped and depthwise convolutions, strides that skip input rows and columns (positions no tap
+reads, whose gradient is 0), padding past the kernel's reach, dilation, asymmetric kernels and a 1-D
+convolution as height 1, each only for the rules whose lhs matches it. Values of mixed magnitudes
+(1e-3 to 1e2, both signs) with exact zeros: a channel of x and a sample of dy all 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...egraph import language
+from ...evaluate import apply
+from ...opdefs.base import WHOLE
+from ..dsl import App, Rule, Var
+from .base import round_to
+
+# (x shape, w shape, stride, padding, dilation, groups) of the convolutions the conv rules are checked on
+CONV_CASES: tuple[tuple[tuple[int, ...], tuple[int, ...], list[int], list[int], list[int], int], ...] = (
+    ((2, 4, 8, 6), (6, 2, 3, 2), [2, 1], [1, 2], [1, 2], 2),  # grouped, taps in the padding, a row no tap reads
+    ((2, 3, 9, 8), (4, 3, 3, 2), [2, 3], [1, 1], [2, 1], 1),  # strides that skip input rows and columns
+    ((3, 2, 6, 5), (4, 2, 3, 3), [1, 1], [0, 1], [1, 1], 1),  # stride 1: the weight gradient fits the kernel
+    ((2, 4, 8, 8), (4, 1, 3, 3), [2, 2], [1, 1], [1, 1], 4),  # depthwise, stride 2 on even sizes
+    ((2, 6, 1, 11), (3, 2, 1, 3), [1, 2], [0, 2], [1, 2], 3),  # 1-D as height 1: a stride along W only
+    ((1, 2, 9, 7), (2, 2, 2, 2), [3, 3], [3, 0], [2, 1], 1),  # padding past the kernel's reach
+)
+
+
+def _conv_fields(rule: Rule, attrs: dict[str, object], first: tuple[int, ...]) -> dict[str, object] | None:
+    """The lhs's primitive variables bound to the fields a node of `attrs` encodes to (its first input of
+    shape `first`); None where a literal field of the lhs differs from the node's (a rule for one case)."""
+    lhs = rule.lhs
+    assert isinstance(lhs, App)
+    env: dict[str, object] = {}
+    for f, param in zip(language.CTORS[lhs.ctor].fields, lhs.params):
+        value = f.encode(attrs if f.attr == WHOLE else attrs.get(f.attr, f.default), first if f.shaped else len(first))
+        if param[:1].islower():
+            env[param] = value
+        elif str(value) != param:
+            return None
+    return env
+
+
+def conv_domain(rule: Rule, dtype: str) -> list[dict[str, object]]:
+    """Each convolution of `CONV_CASES` (grouped, depthwise, strided with and without input positions
+    no tap reads, padded, dilated, asymmetric kernels) whose node the rule's lhs matches: x, w, dy of
+    mixed magnitudes (1e-3 to 1e2, both signs, some exact zeros: a channel of x and a sample of dy
+    that are all 0)."""
+    rng = np.random.default_rng(3)
+
+    def values(shape: tuple[int, ...]) -> np.ndarray:
+        return rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 3, size=shape)
+
+    lhs = rule.lhs
+    assert isinstance(lhs, App)
+    envs = []
+    for xs, ws, s, p, d, g in CONV_CASES:
+        attrs: dict[str, object] = {"stride": s, "padding": p, "dilation": d, "groups": g, "input_shape": list(xs),
+                                    "weight_shape": list(ws)}
+        x, w = values(xs), values(ws)
+        dy = values(apply("Conv2d", attrs, [x, w], "f64").shape)
+        x[:, 1] = 0.0
+        dy[-1] = 0.0
+        arrays = {"x": x, "w": w, "dy": dy}
+        first = arrays[lhs.args[0].name if isinstance(lhs.args[0], Var) else "x"].shape
+        env = _conv_fields(rule, attrs, first)
+        if env is not None:
+            envs.append({**env, **{k: round_to(v, dtype) for k, v in arrays.items()}})
+    if not envs:
+        raise ValueError(f"rule {rule.name}: no convolution of CONV_CASES matches its left-hand side")
+    return envs
