@@ -6,7 +6,9 @@ op has them (flattened: the ops are elementwise), with awkward points added."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +19,10 @@ from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 
 import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
+from egraph_lower.backends import from_dict  # noqa: E402
+from egraph_lower.build import GraphBuilder  # noqa: E402
 from egraph_lower.rules.check import HALF_MARGIN  # noqa: E402
+from egraph_lower.torch import cache  # noqa: E402
 from egraph_lower.torch.mappings import HANDLERS  # noqa: E402
 
 A = torch.ops.aten
@@ -161,3 +166,27 @@ NOT_COVERED = {"native_batch_norm_backward", "_softmax_backward_data", "_log_sof
 def test_every_mapped_activation_backward_op_is_covered() -> None:
     mapped = {k.split(".")[1] for k in HANDLERS if "backward" in k} - NOT_COVERED
     assert mapped <= {grad.__code__.co_names[-1] for _, grad in BACKWARD.values()} | {"threshold_backward"}
+
+
+def test_the_cache_tells_a_backend_computing_in_half_precision_from_one_computing_in_f32() -> None:
+    doc = json.loads((Path(el.__file__).parent / "backends" / "metal.json").read_text())
+    native = from_dict({**doc, "half_precision_math": "native"})  # the same name, ops and costs
+    b = GraphBuilder("gelu")
+    x, dy = b.input("x", (8,), "f16"), b.input("dy", (8,), "f16")
+    graph = b.build([b.act_backward("Gelu", x, dy)])
+    limits = el.Limits()
+    in_f32, _ = cache.lowered(graph, el.load_backend("metal"), limits)
+    in_f16, hit = cache.lowered(graph, native, limits)
+    assert not hit
+    assert any(n.dtype == "f32" for n in in_f32.nodes)
+    assert {n.dtype for n in in_f16.nodes} == {"f16"}
+
+
+def test_a_graph_the_target_runs_as_it_is_comes_back_unchanged() -> None:
+    b = GraphBuilder("g")
+    x, dy = b.input("x", (4, 3), "f16"), b.input("dy", (4, 3), "f16")
+    graph = b.build([b.act_backward("Gelu", x, dy), b.act("Tanh", x)])
+    cpu, metal, limits = el.load_backend("cpu"), el.load_backend("metal"), el.Limits()
+    assert cache.lowered(graph, cpu, limits)[0].to_dict() == graph.to_dict()
+    on_metal = cache.lowered(graph, metal, limits)[0]
+    assert all(metal.runs_node(n) for n in on_metal.nodes) and on_metal.to_dict() != graph.to_dict()
