@@ -1,0 +1,35 @@
+"""PyTorch OpInfos (name, variant) that tests/test_torch_opinfo.py runs through the torch backend, with
+the aten backward ops their gradients reach (that test checks each entry against a traced backward;
+tests/test_torch_half.py counts them as compared against eager in f16 and bf16)."""
+
+from __future__ import annotations
+
+OPINFO_BACKWARD: dict[tuple[str, str], tuple[str, ...]] = {
+    ("nn.functional.relu", ""): ("threshold_backward",),
+    ("sigmoid", ""): ("sigmoid_backward",),
+    ("tanh", ""): ("tanh_backward",),
+    ("nn.functional.gelu", ""): ("gelu_backward",),  # its samples take both approximations
+    ("nn.functional.silu", ""): ("silu_backward",),
+    ("nn.functional.mish", ""): ("mish_backward",),
+    ("nn.functional.softplus", ""): ("softplus_backward",),
+    ("nn.functional.elu", ""): ("elu_backward",),
+    ("nn.functional.selu", ""): ("elu_backward",),
+    ("nn.functional.celu", ""): ("elu_backward",),
+    ("nn.functional.leaky_relu", ""): ("leaky_relu_backward",),
+    ("nn.functional.hardtanh", ""): ("hardtanh_backward",),
+    ("nn.functional.relu6", ""): ("hardtanh_backward",),
+    ("nn.functional.hardswish", ""): ("hardswish_backward",),
+    ("nn.functional.hardsigmoid", ""): ("hardsigmoid_backward",),
+    ("nn.functional.logsigmoid", ""): ("log_sigmoid_backward",),
+    ("softmax", ""): ("_softmax_backward_data",),
+    ("log_softmax", ""): ("_log_softmax_backward_data",),
+    ("nn.functional.layer_norm", ""): ("native_layer_norm_backward",),
+    ("nn.functional.batch_norm", ""): ("native_batch_norm_backward",),
+    ("nn.functional.mse_loss", ""): ("mse_loss_backward",),
+    ("nn.functional.nll_loss", ""): ("nll_loss_backward", "nll_loss2d_backward"),
+    ("nn.functional.embedding", ""): ("embedding_dense_backward",),
+    ("nn.functional.conv2d", ""): ("convolution_backward",),
+    ("nn.functional.max_pool2d", ""): ("max_pool2d_with_indices_backward",),
+    ("nn.functional.avg_pool2d", ""): ("avg_pool2d_backward",),
+    ("nn.functional.adaptive_avg_pool2d", ""): ("_adaptive_avg_pool2d_backward",),
+}

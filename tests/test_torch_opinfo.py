@@ -1,0 +1,191 @@
+"""PyTorch's own OpInfo samples of every op whose backward we map and that has an OpInfo
+(`opinfo_ops.OPINFO_BACKWARD`: activations, softmax and log-softmax, layer and batch norm, the
+losses, embedding, dropout, convolution, pooling, select and slice), through the torch.compile
+backend (called as dynamo calls it, on the op's traced graph) for metal and wgpu, which lower the
+backward graphs; the gradients are compared with eager's:
+
+- f32, f64: `torch.testing.assert_close` with PyTorch's default tolerances for the dtype;
+- f16, bf16: as PyTorch checks its decompositions, against a float64 reference: the lowered
+  gradient's largest error is no more than eager's plus HALF_MARGIN ulp of the largest reference
+  value (`egraph_lower.rules.check.HALF_MARGIN`, 1/16: the margin the rule checker states).
+
+At most MAX_SAMPLES samples per op and dtype, spread evenly over PyTorch's list (deterministic);
+the samples of every dtype go through the backend as one graph.
+Needs `expecttest` (PyTorch's OpInfo table imports it; the `test` extra installs it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("expecttest")
+
+from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
+from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
+from torch.utils import _pytree as pytree  # noqa: E402
+
+import egraph_lower.torch as elt  # noqa: E402
+from egraph_lower.rules.check import HALF_MARGIN  # noqa: E402
+from opinfo_ops import OPINFO_BACKWARD  # noqa: E402
+
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+HALF = (torch.float16, torch.bfloat16)
+# the dtypes each target runs the samples in (one graph holds them all)
+TARGETS = {"metal": DTYPES, "wgpu": DTYPES}
+# Measured gaps, each an expected failure of its (op, dtype) comparison only (the op's other dtypes
+# are still checked): the test says xfail while the gap is there.
+KNOWN_GAPS = {
+    ("nn.functional.batch_norm", torch.bfloat16):
+        "on a training-mode [3, 2, 3, 4] sample, batch norm's input and weight gradients in bf16 are up to"
+        " 0.8 ulp from float64 where eager's are 0.5 (0.0127 against 0.0072 at values near 2.8, the margin"
+        " 0.0014). aot_eager and the cpu target match eager exactly here, and native_batch_norm_backward lowered"
+        " alone for metal on random bf16 values of the same shape and eps matches eager exactly: not yet found why",
+}
+MAX_SAMPLES = 4
+SCANNED = 120  # of an op's samples, the first SCANNED are picked from (max_pool2d has 1,440)
+
+
+def _opinfo(name: str, variant: str) -> Any:
+    return next(o for o in op_db if o.name == name and o.variant_test_name == variant)
+
+
+def _expressible(opinfo: Any, s: Any) -> bool:
+    """Whether the sample is one the format states and this test can compare. Graphs the format
+    cannot state run in PyTorch as they are (tests/test_torch_fallback.py): a negative `eps` (layer
+    and batch norm take eps >= 0), the softmax of a 0-d tensor (Softmax needs an axis), NLL loss
+    of an input without a batch axis, convolution with padding="same" (aten pads it with
+    constant_pad_nd, which is not mapped), a divisor_override <= 0. Left out as well: layer norm
+    over one element, whose gradient is 0 as the difference of two terms of size |dy*w|/sqrt(eps):
+    eager's formula cancels them exactly, the expansion leaves an ulp of them (3.7e-5 in f32 for
+    terms of about 300), over assert_close's absolute tolerance of 1e-5."""
+    name, kw = opinfo.name, s.kwargs
+    eps = kw.get("eps", 0.0)
+    divisor = s.args[5] if name.endswith("avg_pool2d") and len(s.args) > 5 else kw.get("divisor_override")
+    return not ((isinstance(eps, (int, float)) and eps < 0)
+                or (name.endswith("softmax") and s.input.dim() == 0)
+                or (name.endswith("nll_loss") and s.input.dim() < 2)
+                or (name.endswith("conv2d") and isinstance(kw.get("padding"), str))
+                or (isinstance(divisor, int) and divisor <= 0)
+                or (name.endswith("layer_norm") and math.prod(s.args[0]) == 1))
+
+
+def _samples(opinfo: Any, dtype: Any) -> list[Any]:
+    """The samples with a non-empty gradient input that the format can state, MAX_SAMPLES of them at
+    most, spread evenly over the first SCANNED."""
+    first = itertools.islice(opinfo.sample_inputs("cpu", dtype, requires_grad=True), SCANNED)
+    out = [s for s in first if _expressible(opinfo, s) and any(t.numel() for t in _grad_inputs(s))]
+    return out[::math.ceil(len(out) / MAX_SAMPLES)] if out else []
+
+
+def _grad_inputs(sample: Any) -> list[Any]:
+    return [t for t in pytree.tree_leaves((sample.input, sample.args, sample.kwargs))
+            if isinstance(t, torch.Tensor) and t.requires_grad]
+
+
+class _Case:
+    """The samples of one op as one function of their gradient inputs; the other values fixed."""
+
+    def __init__(self, opinfo: Any, samples: list[Any]) -> None:
+        self.op = opinfo.op
+        flat, self.spec = pytree.tree_flatten([(s.input, s.args, s.kwargs) for s in samples])
+        self.positions = [k for k, v in enumerate(flat) if isinstance(v, torch.Tensor) and v.requires_grad]
+        self.fixed = [None if k in self.positions else v for k, v in enumerate(flat)]
+        self.inputs = [flat[k].detach() for k in self.positions]
+
+    def function(self, wide: bool = False) -> Any:
+        """f(*inputs) -> every sample's floating outputs, flattened (`wide`: fixed floating tensors in
+        float64). Fixed tensors are copied at each call, since some ops write to them (batch norm's
+        running statistics)."""
+        fixed = [v.double() if wide and isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                 for v in self.fixed]
+
+        def f(*tensors: Any) -> tuple[Any, ...]:
+            flat = [v.clone() if isinstance(v, torch.Tensor) else v for v in fixed]
+            for p, t in zip(self.positions, tensors):
+                flat[p] = t
+            outs = [self.op(x, *args, **kwargs) for x, args, kwargs in pytree.tree_unflatten(flat, self.spec)]
+            return tuple(o for o in pytree.tree_leaves(outs) if isinstance(o, torch.Tensor) and o.is_floating_point())
+
+        return f
+
+
+def _gradients(f: Any, tensors: list[Any], rounding: list[Any] | None = None) -> tuple[list[Any], list[Any]]:
+    """(f's outputs, the gradients of sum(out * dy) with respect to every tensor), for the same random
+    draws each call: dy's values are rounded to `rounding`'s dtype per output (None: the output's)."""
+    torch.manual_seed(0)
+    outs = f(*tensors)
+    torch.manual_seed(1)
+    dtypes = rounding or [o.dtype for o in outs]
+    dys = [torch.randn(o.shape, dtype=torch.float64).to(d).to(o.dtype) for o, d in zip(outs, dtypes)]
+    grads = torch.autograd.grad(outs, tensors, dys, allow_unused=True)
+    return list(outs), [g if g is not None else torch.zeros_like(t) for g, t in zip(grads, tensors)]
+
+
+def _error(got: Any, ref: Any) -> float:
+    """The largest |got - ref| (an element where both are NaN, or equal infinities, counts 0)."""
+    got, ref = got.double(), ref.double()
+    same = (torch.isnan(got) & torch.isnan(ref)) | (got == ref)
+    return float(torch.where(same, torch.zeros_like(ref), (got - ref).abs()).max()) if ref.numel() else 0.0
+
+
+def _case(name: str, variant: str, dtypes: tuple[Any, ...]) -> _Case:
+    """The op's samples in every one of `dtypes`, as one case (one graph, one compilation)."""
+    opinfo = _opinfo(name, variant)
+    samples = [s for d in dtypes for s in _samples(opinfo, d)]
+    if not samples:
+        pytest.skip(f"{name} has no sample with a gradient")
+    return _Case(opinfo, samples)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(("name", "variant"), list(OPINFO_BACKWARD), ids=[n for n, _ in OPINFO_BACKWARD])
+def test_opinfo_gradients_match_eager(name: str, variant: str, target: str) -> None:
+    case = _case(name, variant, TARGETS[target])
+    f = case.function()
+    tensors = [t.requires_grad_(True) for t in case.inputs]
+    be = elt.backend(target, strict=True)  # as torch.compile calls it, with the graph make_fx traces
+    compiled = be(make_fx(f)(*[t.detach() for t in tensors]), tensors)
+    got_out, got = _gradients(lambda *xs: tuple(compiled(*xs)), tensors)
+    eager_out, eager = _gradients(f, tensors)
+    assert any(g.kind == "backward" and g.replaced for g in be.graphs), be.summary()  # it ran lowered
+    assert all(g.status in ("lowered", "nothing to lower") for g in be.graphs), be.summary()
+    wide = [t.detach().double().requires_grad_(True) for t in tensors]
+    _, ref = _gradients(case.function(wide=True), wide, [o.dtype for o in eager_out])
+    for k, (g, e) in enumerate(zip(got_out, eager_out)):
+        if e.dtype not in HALF:
+            torch.testing.assert_close(g, e, equal_nan=True, msg=lambda m: f"{name} {target} output {k}: {m}")
+    gaps = []
+    for k, (g, e, r) in enumerate(zip(got, eager, ref)):
+        assert g.dtype == e.dtype
+        if e.dtype not in HALF:
+            torch.testing.assert_close(g, e, equal_nan=True, msg=lambda m: f"{name} {target} gradient {k}: {m}")
+            continue
+        finite = r[torch.isfinite(r)]
+        margin = HALF_MARGIN * torch.finfo(e.dtype).eps * max(1.0, float(finite.abs().max()) if finite.numel() else 1.0)
+        if _error(g, r) <= _error(e, r) + margin:
+            continue
+        why = f"{name} {target} {e.dtype} gradient {k}: lowered {_error(g, r):.3g} > eager {_error(e, r):.3g} + {margin:.2g}"
+        assert (name, e.dtype) in KNOWN_GAPS, why
+        gaps.append(f"{why} ({KNOWN_GAPS[name, e.dtype]})")
+    if gaps:
+        pytest.xfail("; ".join(gaps))
+
+
+@pytest.mark.parametrize(("name", "variant"), list(OPINFO_BACKWARD), ids=[n for n, _ in OPINFO_BACKWARD])
+def test_each_opinfo_reaches_the_backward_ops_it_is_listed_for(name: str, variant: str) -> None:
+    case = _case(name, variant, (torch.float32,))
+    f = case.function()
+
+    def joint(*tensors: Any) -> Any:
+        outs = f(*tensors)
+        return torch.autograd.grad(outs, tensors, [torch.ones_like(o) for o in outs], allow_unused=True)
+
+    gm = make_fx(joint)(*[t.detach().requires_grad_(True) for t in case.inputs])
+    reached = {str(n.target).split(".")[1] for n in gm.graph.nodes if n.op == "call_function" and "aten." in str(n.target)}
+    missing = set(OPINFO_BACKWARD[(name, variant)]) - reached
+    assert not missing, f"{name}'s samples reach none of {sorted(missing)}"
