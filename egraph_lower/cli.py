@@ -20,7 +20,7 @@ from . import backends
 from .egraph.saturate import Iteration, Limits
 from .errors import LowerError
 from .document import load_graph
-from .lower import EXTRACTORS
+from .extract import EXTRACTORS
 from .outputs import STDOUT, Outputs
 from .text import printable
 

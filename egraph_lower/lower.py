@@ -20,7 +20,7 @@ from .egraph.load import I64_IDS, dense_ids, label, load
 from .egraph.tables import Tables
 from .egraph.saturate import FLAGS, Iteration, Limits, Saturation, first_growth, saturate
 from .errors import IllegalGraphError, LowerError
-from .extract import (EXTRACTORS, ClassMetas, Costs, Decoded, Extraction, check_consistent, extract,
+from .extract import (ClassMetas, Costs, Decoded, Extraction, check_consistent, extract,
                       graph_cost, infer_metas)
 from .graph import Graph, Node, gc_paused
 from .memory import check_load
