@@ -3,7 +3,6 @@ training steps of small CNNs compiled for backends without convolution gradient 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,10 @@ import torch.nn as nn  # noqa: E402
 import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.ops import BACKWARD_OPS  # noqa: E402
-from torch_steps import mse_step, train as train_at  # noqa: E402
+from torch_steps import mse_step, train_like_eager  # noqa: E402
 
+LR = 0.05  # these models train with a smaller step
 
-def train(model: nn.Module, step: Callable[..., Any], x: Any, y: Any) -> list[list[Any]]:
-    return train_at(model, step, x, y, lr=0.05)  # these models train with a smaller step
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo() -> Any:
@@ -66,17 +64,9 @@ MODELS = [(_cnn, (4, 3, 8, 8), (4, 5)), (_cnn1d, (4, 3, 21), (4, 2)), (_separabl
 def test_cnn_training_step_matches_eager(target: str, make: Callable[[], nn.Module], x_shape: tuple[int, ...],
                                          y_shape: tuple[int, ...]) -> None:
     eager = make()
-    compiled = copy.deepcopy(eager)
     torch.manual_seed(1)
     x, y = torch.randn(*x_shape), torch.randn(*y_shape)
-    record: list[el.Graph] = []
-    be = elt.backend(target, record=record, strict=True)
-    got = train(compiled, torch.compile(mse_step(compiled), backend=be, dynamic=False), x, y)
-    want = train(eager, mse_step(eager), x, y)
-    for g_step, w_step in zip(got, want):
-        for g, w in zip(g_step, w_step):
-            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
-    assert be.unlowered_ops == {}, be.summary()
+    be, record, _ = train_like_eager(eager, mse_step, x, y, target, lr=LR)
     backend = el.load_backend(target)
     for graph in record:
         assert all(backend.runs_node(n) for n in graph.nodes), graph.name

@@ -3,7 +3,6 @@ float64, the aten import and export, and training steps compiled for metal and w
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -19,11 +18,9 @@ from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.evaluate import apply  # noqa: E402
-from torch_steps import mse_step, train as train_at  # noqa: E402
+from torch_steps import mse_step, train_like_eager  # noqa: E402
 
-
-def train(model: nn.Module, step: Callable[..., Any], x: Any, y: Any) -> list[list[Any]]:
-    return train_at(model, step, x, y, lr=0.05)  # these models train with a smaller step
+LR = 0.05  # these models train with a smaller step
 
 A = torch.ops.aten
 EPS = 1e-5
@@ -196,18 +193,10 @@ MODELS: dict[str, Callable[[], tuple[nn.Module, tuple[int, ...]]]] = {
 def test_training_step_matches_eager(name: str, target: str) -> None:
     torch.manual_seed(0)
     eager, shape = MODELS[name]()
-    compiled = copy.deepcopy(eager)
     x, y = torch.randn(shape), torch.randn(shape[0], 4)
-    record: list[el.Graph] = []
-    be = elt.backend(target, record=record, strict=True)  # strict: an aten op left unmapped fails the import
-    got = train(compiled, torch.compile(mse_step(compiled), backend=be, dynamic=False), x, y)
-    want = train(eager, mse_step(eager), x, y)
-    for g_step, w_step in zip(got, want):
-        for g, w in zip(g_step, w_step):
-            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+    be, record, compiled = train_like_eager(eager, mse_step, x, y, target, lr=LR)
     for b1, b2 in zip(compiled.buffers(), eager.buffers()):  # batch norm's running statistics
         torch.testing.assert_close(b1, b2, rtol=1e-5, atol=1e-6)
-    assert be.unlowered_ops == {}, be.summary()
     assert {g.kind for g in be.graphs if g.status == "lowered"} == {"forward", "backward"}
     backend = el.load_backend(target)
     for graph in record:
@@ -231,16 +220,8 @@ def test_eval_mode_batch_norm_step_matches_eager(name: str, target: str) -> None
         bn.running_mean.uniform_(-0.5, 0.5)
         bn.running_var.uniform_(0.5, 2.0)
     eager.eval()
-    compiled = copy.deepcopy(eager)
     x, y = torch.randn(shape), torch.randn(shape[0], 4)
-    record: list[el.Graph] = []
-    be = elt.backend(target, record=record, strict=True)
-    got = train(compiled, torch.compile(mse_step(compiled), backend=be, dynamic=False), x, y)
-    want = train(eager, mse_step(eager), x, y)
-    for g_step, w_step in zip(got, want):
-        for g, w in zip(g_step, w_step):
-            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
-    assert be.unlowered_ops == {}, be.summary()
+    train_like_eager(eager, mse_step, x, y, target, lr=LR)
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (4, 3, 5), (2, 3, 4, 4)])

@@ -3,7 +3,6 @@ float64 (at the kinks), the aten mappings, and training steps compiled for metal
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +18,7 @@ import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.evaluate import activation, activation_grad, activation_grad_from_output  # noqa: E402
 from egraph_lower.ops import BACKWARD_OPS  # noqa: E402
-from torch_steps import train  # noqa: E402
+from torch_steps import train_like_eager  # noqa: E402
 
 A = torch.ops.aten
 SELU = {"alpha": 1.6732632423543772, "scale": 1.0507009873554805}
@@ -200,17 +199,9 @@ def test_training_step_matches_eager(act: str, target: str) -> None:
     torch.manual_seed(0)
     width = 26 if act == "slicing" else 16  # Slicer: 16 -> 5 + 6 + 1 + 5 + 9
     eager = nn.Sequential(nn.Linear(6, 16), TRAINED[act](), nn.Linear(width, 4))
-    compiled = copy.deepcopy(eager)
     torch.manual_seed(1)
     x, y = torch.randn(8, 6) * 3.0, torch.randn(8, 4)
-    record: list[el.Graph] = []
-    be = elt.backend(target, record=record, strict=True)
-    got = train(compiled, torch.compile(_step(compiled), backend=be, dynamic=False), x, y)
-    want = train(eager, _step(eager), x, y)
-    for g_step, w_step in zip(got, want):
-        for g, w in zip(g_step, w_step):
-            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
-    assert be.unlowered_ops == {}, be.summary()
+    be, record, _ = train_like_eager(eager, _step, x, y, target)
     assert all(g.status in ("lowered", "nothing to lower") for g in be.graphs), be.summary()
     backend = el.load_backend(target)
     for graph in record:

@@ -4,7 +4,6 @@ for metal and wgpu with no backward aten op left, gradients as eager's."""
 
 from __future__ import annotations
 
-import copy
 import math
 import warnings
 from collections.abc import Callable
@@ -24,7 +23,7 @@ import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.evaluate import apply  # noqa: E402
 from egraph_lower.opdefs import OPDEFS  # noqa: E402
 from torch_models import PreNormBlock, ViT  # noqa: E402
-from torch_steps import train  # noqa: E402
+from torch_steps import train_like_eager  # noqa: E402
 
 A = torch.ops.aten
 FLASH, FLASH_BWD = A._scaled_dot_product_flash_attention_for_cpu, A._scaled_dot_product_flash_attention_for_cpu_backward
@@ -219,17 +218,9 @@ def _compiled_step(name: str, target: str) -> tuple[list[el.Graph], Any]:
     """The model trained two steps compiled for `target` (nothing may fall back to PyTorch), against eager;
     the lowered graphs and the backend."""
     eager, x, y = _data(name)
-    compiled = copy.deepcopy(eager)
-    record: list[el.Graph] = []
-    be = elt.backend(target, record=record, strict=True)  # strict: an aten op left unmapped fails the import
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        got = train(compiled, torch.compile(_ce_step(compiled), backend=be, dynamic=False), x, y)
-    want = train(eager, _ce_step(eager), x, y)
-    for g_step, w_step in zip(got, want):
-        for (pname, _), g, w in zip(eager.named_parameters(), g_step, w_step):
-            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5, msg=lambda m: f"{pname}: {m}")
-    assert be.unlowered_ops == {}, be.summary()
+        be, record, _ = train_like_eager(eager, _ce_step, x, y, target)
     assert {g.kind for g in be.graphs if g.status == "lowered"} == {"forward", "backward"}, be.summary()
     return record, be
 

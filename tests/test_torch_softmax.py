@@ -4,7 +4,6 @@ and MSE compile for metal and wgpu with every gradient equal to eager."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +16,7 @@ nn = torch.nn
 import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.evaluate import apply  # noqa: E402
-from torch_steps import train  # noqa: E402
+from torch_steps import train_like_eager  # noqa: E402
 from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 
 A = torch.ops.aten
@@ -140,17 +139,9 @@ def _sum_mse(model: nn.Module) -> Callable[..., Any]:
 def test_training_step_matches_eager(target: str, make_step: Callable[[nn.Module], Callable[..., Any]]) -> None:
     torch.manual_seed(0)
     eager = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 4))
-    compiled = copy.deepcopy(eager)
     x = torch.randn(8, 6) * 2.0
     y = nn.functional.one_hot(torch.arange(8) % 4, 4).float()
-    record: list[el.Graph] = []
-    be = elt.backend(target, record=record, strict=True)
-    got = train(compiled, torch.compile(make_step(compiled), backend=be, dynamic=False), x, y)
-    want = train(eager, make_step(eager), x, y)
-    for g_step, w_step in zip(got, want):
-        for g, w in zip(g_step, w_step):
-            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
-    assert be.unlowered_ops == {}, be.summary()
+    be, record, _ = train_like_eager(eager, make_step, x, y, target)
     backend = el.load_backend(target)
     for graph in record:
         assert all(backend.runs_node(n) for n in graph.nodes), graph.name

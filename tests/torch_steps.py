@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
+
+import egraph_lower as el
+import egraph_lower.torch as elt
 
 
 def train(model: nn.Module, step: Callable[..., Any], x: Any, y: Any, steps: int = 2,
@@ -29,3 +33,22 @@ def mse_step(model: nn.Module) -> Callable[..., Any]:
         loss.backward()
         return loss
     return step
+
+
+def train_like_eager(eager: nn.Module, make_step: Callable[[nn.Module], Callable[..., Any]], x: Any, y: Any,
+                     target: str, lr: float = 0.1) -> tuple[Any, list[el.Graph], nn.Module]:
+    """A copy of `eager` trained compiled with the backend for `target` (strict: an aten op left unmapped
+    fails the import), then `eager` itself, `train`'s two steps each (at `lr`); asserts every step's gradients
+    agree (rtol 1e-4, atol 1e-5) and nothing ran in PyTorch. The backend, the graphs it lowered and the
+    compiled copy."""
+    compiled = copy.deepcopy(eager)
+    record: list[el.Graph] = []
+    be = elt.backend(target, record=record, strict=True)
+    got = train(compiled, torch.compile(make_step(compiled), backend=be, dynamic=False), x, y, lr=lr)
+    want = train(eager, make_step(eager), x, y, lr=lr)
+    names = [n for n, _ in eager.named_parameters()]
+    for g_step, w_step in zip(got, want):
+        for name, g, w in zip(names, g_step, w_step):
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
+    assert be.unlowered_ops == {}, be.summary()
+    return be, record, compiled
