@@ -407,38 +407,6 @@ def test_unsupported_op_names_the_op() -> None:
     assert isinstance(info.value, el.LowerError)
 
 
-class _Masked(torch.nn.Module):
-    """A module constant with every kind of non-finite value (an additive mask, as models keep one)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.register_buffer("bias", torch.tensor([[0.0, float("-inf"), 2.5], [float("inf"), float("nan"), -0.0]]))
-
-    def forward(self, x: Any) -> Any:
-        return x + self.bias
-
-
-@pytest.mark.parametrize("fn, args", [
-    (lambda x: torch.full_like(x, float("inf")), (torch.randn(3),)),
-    (lambda x: torch.full_like(x, float("-inf"), dtype=torch.float16) * x.half(), (torch.randn(2, 3),)),
-    (lambda x: x.masked_fill(x > 0, float("nan")), (torch.randn(4),)),
-    (lambda x: x.masked_fill(x > 0, float("-inf")).softmax(-1), (torch.randn(3, 4),)),
-    (_Masked(), (torch.randn(2, 3),)),
-])
-def test_infinite_and_nan_constants_import_as_the_format_writes_them(fn: Callable[..., Any],
-                                                                     args: tuple[Any, ...]) -> None:
-    # the JSON holds finite numbers only: -inf is Log(0), +inf Neg(Log(0)), nan Log(-1), exactly torch's values
-    gm = make_fx(fn)(*args)  # real tensors: the module's buffer is a constant of the graph
-    imported = elt.import_graph(gm, args)
-    assert imported.graph.op_counts()["Activation"] >= 1
-    want = gm(*args)
-    got = elt.export_graph(imported.graph, imported.signature)(*args)
-    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
-    feeds = {name: a.numpy() for name, a in zip(imported.signature.inputs, args)}
-    evaluated = el.evaluate(imported.graph, feeds)[0]
-    torch.testing.assert_close(torch.from_numpy(evaluated), want, equal_nan=True)  # softmax: rounded once
-
-
 @pytest.mark.parametrize("fn, args, why", [
     (lambda x: x.to(torch.uint8), (torch.randn(3),), "uint8"),
     (lambda x: torch.div(x, 2, rounding_mode="floor"), (torch.randn(3),), "rounding_mode"),

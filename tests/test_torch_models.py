@@ -2,7 +2,7 @@
 compiled for metal and wgpu leaves no backward aten op in PyTorch (nothing at all, in fact) and gives
 eager's gradients, dropout on; the graphs they hand the backend hold the backward ops the issues name.
 Also the forward ops these models and transformers' needed mapped (masked_fill, bitwise_not, logical_not, arange,
-tril / triu, constant_pad_nd, _safe_softmax), against torch's kernels."""
+tril / triu, constant_pad_nd, _safe_softmax) and non-finite constants, against torch's kernels."""
 
 from __future__ import annotations
 
@@ -185,6 +185,17 @@ def _rows_with_neg_inf() -> Any:
     return x
 
 
+class _NonFinite(torch.nn.Module):
+    """A module constant with every kind of non-finite value (an additive mask, as models keep one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("bias", torch.tensor([[0.0, float("-inf"), 2.5], [float("inf"), float("nan"), -0.0]]))
+
+    def forward(self, x: Any) -> Any:
+        return x + self.bias
+
+
 def _imported(fn: Callable[..., Any], *args: Any) -> Any:
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -216,10 +227,16 @@ def _imported(fn: Callable[..., Any], *args: Any) -> Any:
     (lambda x: torch.nn.functional.pad(x, [2, 0, 1, 1], value=0.5), (_r(3, 2),), {"Pad", "Where"}),
     (lambda x: A._safe_softmax(x, -1), (_rows_with_neg_inf(),), {"SafeSoftmax"}),
     (lambda x: A._safe_softmax(x, 0, torch.float32), (_rows_with_neg_inf().half().t(),), {"SafeSoftmax"}),
+    # non-finite constants, which the JSON cannot hold: -inf is Log(0), +inf Neg(Log(0)), nan Log(-1)
+    (lambda x: torch.full_like(x, float("inf")), (_r(3),), {"Activation"}),
+    (lambda x: torch.full_like(x, float("-inf"), dtype=torch.float16) * x.half(), (_r(2, 3),), {"Activation"}),
+    (lambda x: x.masked_fill(x > 0, float("nan")), (_r(4),), {"Activation", "Where"}),
+    (lambda x: x.masked_fill(x > 0, float("-inf")).softmax(-1), (_r(3, 4),), {"Activation", "Softmax"}),
+    (_NonFinite(), (_r(2, 3),), {"Activation", "Where"}),
 ])
-def test_forward_mask_and_range_ops_import_to_their_format_ops_and_round_trip(fn: Callable[..., Any],
-                                                                                args: tuple[Any, ...],
-                                                                                ops: set[str]) -> None:
+def test_forward_masks_ranges_and_constants_import_to_format_ops_and_round_trip(fn: Callable[..., Any],
+                                                                               args: tuple[Any, ...],
+                                                                               ops: set[str]) -> None:
     gm, imported = _imported(fn, *args)
     assert ops <= set(imported.graph.op_counts())
     got = elt.export_graph(imported.graph, imported.signature)(*args)  # one tensor, as gm returns
