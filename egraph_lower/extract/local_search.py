@@ -91,14 +91,12 @@ def local_search(t: Tables, kernel: np.ndarray, fallback: Sequence[int], best: S
     runnable = kernel < np.inf
     choosing = np.bincount(t.eclass_array[runnable], minlength=t.n_classes) > 1  # classes with a choice
 
+    def uncomputable(kids: Sequence[int]) -> bool:
+        """Whether a child would be needed that is not selected and has no e-node to take."""
+        return any(fallback[k] < 0 and k not in s.choice for k in kids)
+
     def every_alternative() -> dict[int, list[int]]:
         return {c: [n for n in nodes[c] if node_cost[n] < _INF] for c in s.choice if choosing[c]}
-
-    def undo_since(mark: int) -> None:
-        """Revert the trial's log from `mark` on, keeping what came before it."""
-        kept, s.log = s.log[:mark], s.log[mark:]
-        s.undo()
-        s.log = kept
 
     def rechoose(new: list[tuple[int, int]]) -> float:
         """Switch each class the trial made needed (taken with the start's e-node) to another e-node
@@ -109,8 +107,7 @@ def local_search(t: Tables, kernel: np.ndarray, fallback: Sequence[int], best: S
             if k not in s.choice or not choosing[k]:
                 continue
             for m in nodes[k]:
-                if m == s.choice[k] or node_cost[m] == _INF or any(
-                        fallback[j] < 0 and j not in s.choice for j in kids_of(m)):
+                if m == s.choice[k] or node_cost[m] == _INF or uncomputable(kids_of(m)):
                     continue
                 mark = len(s.log)
                 d = s.switch(k, m)
@@ -118,7 +115,7 @@ def local_search(t: Tables, kernel: np.ndarray, fallback: Sequence[int], best: S
                 if d < -_EPS:
                     gain += d
                 else:
-                    undo_since(mark)
+                    s.undo(since=mark)
         return gain
 
     def search(scan: dict[int, list[int]], compound: bool) -> bool:
@@ -139,7 +136,7 @@ def local_search(t: Tables, kernel: np.ndarray, fallback: Sequence[int], best: S
                 if n == s.choice[c] or (cost >= own and not compound):
                     continue
                 kids = kids_of(n)
-                if any(fallback[k] < 0 and k not in s.choice for k in kids):
+                if uncomputable(kids):
                     continue
                 if not compound and cost + sum(adds(k) for k in kids) >= own:
                     continue

@@ -130,9 +130,10 @@ class Selection:
         """Keep what was logged: the next trial starts a new log."""
         self.log.clear()
 
-    def undo(self) -> None:
-        """Revert everything logged since the last `keep`."""
-        for what, c, n in reversed(self.log):
+    def undo(self, since: int = 0) -> None:
+        """Revert what was logged since the last `keep`, or only its entries from `since` on (a part
+        of the trial, `len(log)` when that part began)."""
+        for what, c, n in reversed(self.log[since:]):
             if what == "ref+":
                 self.refs[c] -= 1
             elif what == "ref-":
@@ -143,4 +144,4 @@ class Selection:
                 self.choice[c] = n
             else:  # set
                 self.choice[c] = n
-        self.log.clear()
+        del self.log[since:]
