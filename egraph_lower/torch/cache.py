@@ -77,7 +77,7 @@ def lowered(graph: Graph, backend: Backend, limits: Limits, extractor: str = "gr
 def unchanged(graph: Graph, backend: Backend) -> bool:
     """Whether `graph` needs no lowering for `backend`: the backend runs every node and no rule rewrites
     any of them (the e-graph would hold the graph's nodes alone, identical ones merged)."""
-    if not all(backend.runs(n.op, n.attrs.get("kind")) for n in graph.nodes):
+    if not all(backend.runs_node(n) for n in graph.nodes):
         return False
     return not rules.select(backend.missing, present={label(n.op, n.attrs) for n in graph.nodes})
 
