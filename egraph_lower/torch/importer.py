@@ -23,8 +23,8 @@ import torch.fx as fx
 from ..document import validated
 from ..graph import Graph
 from .common import Imported, Signature, Slot
-
 from .context import Context, Empty
+from .mappings import HANDLERS, get_attr
 
 
 def bind(node: fx.Node) -> dict[str, Any]:
@@ -62,8 +62,6 @@ def import_graph(gm: fx.GraphModule, example_inputs: Sequence[Any] | None = None
 def import_fx_graph(graph: fx.Graph, root: torch.nn.Module, name: str | None = None) -> Imported:
     """`import_graph` of an `fx.Graph` whose `get_attr` nodes name attributes of `root` (every node
     with its `meta['val']`): no GraphModule is made, so no Python code is generated for it."""
-    from .mappings import HANDLERS, get_attr
-
     ctx = Context(name)
     placeholders: list[str] = []
     counts: dict[str, int] = {}
