@@ -244,7 +244,7 @@ def _tuples(inputs: np.ndarray, has: np.ndarray, node_ids: np.ndarray) -> np.nda
     objects they index, in an object array."""
     arity = has.sum(axis=1)
     out = np.empty(len(inputs), dtype=object)
-    for a in np.unique(arity).tolist():
+    for a in np.flatnonzero(np.bincount(arity)).tolist():  # (not np.unique: see tables.SORT_KEYS)
         rows = np.flatnonzero(arity == a)
         columns = [node_ids[inputs[rows, j]].tolist() for j in range(a)]
         out[rows] = np.fromiter(zip(*columns) if a else iter([()] * len(rows)), dtype=object, count=len(rows))

@@ -109,12 +109,14 @@ def test_float_fields_keep_their_bits() -> None:
     assert len(t.sigs) == 3
 
 
-def test_group_is_numpys_unique_on_either_path() -> None:
+def test_group_is_numpys_unique_on_every_path() -> None:
     rng = np.random.default_rng(3)
     dense = rng.integers(0, 50, size=1000)
     sparse = rng.integers(-2**62, 2**62, size=1000)
     sparse[::3] = sparse[0]
-    for key, span in ((dense, 50), (dense, None), (sparse, None), (np.empty(0, dtype=np.int64), 8)):
+    many = rng.integers(-2**62, 2**62, size=tables.SORT_KEYS + 1)  # hashed, not sorted
+    many[::3] = many[1]
+    for key, span in ((dense, 50), (dense, None), (sparse, None), (many, None), (np.empty(0, dtype=np.int64), 8)):
         distinct, inverse = tables.group(key, span)
         want, want_inverse = np.unique(key, return_inverse=True)
         assert np.array_equal(distinct, want) and np.array_equal(inverse, want_inverse.ravel())

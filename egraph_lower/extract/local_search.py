@@ -196,7 +196,7 @@ def promising(t: Tables, pricer: Pricer, kernel: np.ndarray, best: Sequence[floa
     keep = np.ones(len(alts), dtype=bool)
     if priced is not None:  # (None never seen: everything below a selected class is free)
         adds = np.where(selected, 0.0, priced.best)  # at least what selecting each class would add
-        classes = np.unique(of)
+        classes = np.flatnonzero(np.bincount(of))  # (not np.unique: see tables.SORT_KEYS)
         cur = pick[classes]
         kids = distinct_kids(t.kids_array[cur])
         refs = s.ref_counts()  # (no switch made yet: the counts as they start)
