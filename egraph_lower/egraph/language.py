@@ -21,7 +21,7 @@ op computed in float32 and rounded once (`egraph/load.py`); the rules expand onl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -42,10 +42,11 @@ CTORS: dict[str, Ctor] = {**_CTORS, **{twin: replace(_CTORS[name], name=twin, he
 LEAF, SCALAR, REF = "Leaf", "Scalar", "Ref"
 
 
-def declarations() -> str:
-    """The egglog datatype of expressions."""
+def declarations(ctors: Collection[str] | None = None) -> str:
+    """The egglog datatype of expressions: `Ref`, `Leaf`, `Scalar` and the constructors `ctors`
+    (None: every one), in `CTORS`' order."""
     lines = ["(datatype Expr", f"  ({REF} i64)", f"  ({LEAF} i64)", f"  ({SCALAR} f64)"]
-    lines += [f"  ({c.name} {' '.join(c.sorts)})" for c in CTORS.values()]
+    lines += [f"  ({c.name} {' '.join(c.sorts)})" for c in CTORS.values() if ctors is None or c.name in ctors]
     return "\n".join(lines) + ")\n"
 
 

@@ -37,6 +37,7 @@ NumPy does.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Union
@@ -223,6 +224,11 @@ class Rule:
     def needs(self) -> tuple[str, ...]:
         """Labels of the ops the right-hand side builds (what the backend must run, or lower further)."""
         return tuple(sorted({a.label for a in apps(self.rhs)}))
+
+    @functools.cached_property
+    def ctors(self) -> frozenset[str]:
+        """The constructors both sides name."""
+        return frozenset(a.ctor for a in apps(self.lhs) + apps(self.rhs))
 
     def egglog(self, ruleset: str) -> str:
         return (
