@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from egraph_lower import backends, rules
@@ -22,3 +24,15 @@ def test_only_the_constructors_of_the_rows_and_rules_are_declared(dtype: str) ->
     assert used <= declared  # every rule's constructors (else egglog refuses the program)
     assert "Conv2d" not in declared and len(declared) < len(CTORS) // 4
     assert ("Cast" in declared) == (dtype == "f16")  # the half-precision load rounds through a Cast
+
+
+def test_without_in_memory_files_a_temporary_directory_is_used_and_removed(tmp_path: Path) -> None:
+    b = GraphBuilder("relu")
+    x, dy = b.input("x", (4,)), b.input("dy", (4,))
+    graph = b.build([b.relu_backward(x, dy)])
+    chosen = rules.select(backends.load("metal").missing, present={label(n.op, n.attrs) for n in graph.nodes})
+    work = tmp_path / 'odd"dir\\'  # the paths reach egglog as string literals
+    work.mkdir()
+    frozen = load(graph, chosen, workdir=str(work)).freeze()  # (workdir: files, not memfd)
+    assert len(frozen.functions["ReluBwd"].rows) == 1 and chosen[0].ctors <= set(frozen.functions)
+    assert list(work.iterdir()) == []

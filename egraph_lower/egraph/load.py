@@ -153,22 +153,17 @@ def rows(graph: Graph, rules: Sequence[Rule] = (), half_math: str = "float32") -
     return out
 
 
-@functools.lru_cache(maxsize=16)
-def _parsed(text: str) -> list[Any]:
-    """Commands parsed once per process (they can be run on any e-graph). The program's head is
-    parsed apart from the rest: graphs of one model mostly share it, and it is most of a
-    program's parse (all the declarations: 5.5 ms, a lowering rule 0.03 ms, measured)."""
-    return bindings.EGraph().parse_program(text)
-
-
 def load(graph: Graph, rules: Sequence[Rule], workdir: str | None = None,
          half_math: str = "float32") -> bindings.EGraph:
     """A fresh e-graph holding `graph` (one e-class per node, `(Ref id)` in it) and `rules`;
     f16/bf16 nodes as the module docstring says (`half_math`: one of `HALF_MATH`).
 
-    The rows reach egglog's `input` as in-memory files (`memfd_create`, read through
-    /proc/self/fd), so no file is left behind whatever ends the process; where that is not
-    available (or with `workdir`), as files in a temporary directory removed on return."""
+    The program and the rows reach egglog as files, the program through `include` and the rows
+    through `input`, so egglog reads and parses them itself: the Python bindings' parse makes a
+    Python object of every command and term, and running those took twice as long as running the
+    text (a first graph: 24 ms against 6). The files are in-memory (`memfd_create`, read through
+    /proc/self/fd), so none is left behind whatever ends the process; where that is not available
+    (or with `workdir`), they are files in a temporary directory removed on return."""
     if graph.nodes and max(n.id for n in graph.nodes) >= I64_IDS:
         raise LowerError("node ids from 2**63 on do not fit the e-graph's i64: load dense_ids(graph)")
     if half_math not in HALF_MATH:
@@ -176,26 +171,37 @@ def load(graph: Graph, rules: Sequence[Rule], workdir: str | None = None,
     egraph = bindings.EGraph()
     relations = rows(graph, rules, half_math)
     loaded = [r for r in relations if r != LEAF and not r.startswith(_HALF)]
-    half = [_half_program(r) for r in relations if r.startswith(_HALF)]
-    head = _head(_declared(rules, loaded + [_half_ctor(r) for r in relations if r.startswith(_HALF)]
-                           + (["Cast"] if half else [])))
-    body = _body(rules, loaded)
-    egraph.run_program(*_parsed(head), *_parsed(body + "\n".join(half) + "\n" if half else body))
+    half = [r for r in relations if r.startswith(_HALF)]
+    declared = _declared(rules, loaded + [_half_ctor(r) for r in half] + (["Cast"] if half else []))
+    text = "".join([_head(declared), _body(rules, loaded), *(_half_program(r) + "\n" for r in half)])
     with ExitStack() as stack:
-        commands = []
-        tmp: str | None = None
+        files = _Files(stack, workdir)
+        commands = [f"(include {egglog_string(files.path('program.egg', text.encode()))})"]
         for ctor, lines in relations.items():
-            data = ("\n".join(lines) + "\n").encode()
-            path = _in_memory(data, ctor, stack) if workdir is None else None
-            if path is None:
-                if tmp is None:
-                    tmp = stack.enter_context(tempfile.TemporaryDirectory(dir=workdir, prefix="egraph-lower-"))
-                path = str(Path(tmp) / f"{ctor}.tsv")
-                Path(path).write_bytes(data)
-            commands.append(f'(input {_relation(ctor)} {egglog_string(path)})')
+            path = files.path(f"{ctor}.tsv", ("\n".join(lines) + "\n").encode())
+            commands.append(f"(input {_relation(ctor)} {egglog_string(path)})")
         commands.append(f"(run {LOAD} 1)")
         egraph.run_program(*egraph.parse_program("\n".join(commands)))
     return egraph
+
+
+class _Files:
+    """Paths egglog can read `data` from, valid until `stack` closes: in-memory files where the
+    system has them, else files in one temporary directory (under `workdir`)."""
+
+    def __init__(self, stack: ExitStack, workdir: str | None) -> None:
+        self.stack, self.workdir = stack, workdir
+        self.tmp: str | None = None
+
+    def path(self, name: str, data: bytes) -> str:
+        found = _in_memory(data, name, self.stack) if self.workdir is None else None
+        if found is not None:
+            return found
+        if self.tmp is None:
+            self.tmp = self.stack.enter_context(tempfile.TemporaryDirectory(dir=self.workdir, prefix="egraph-lower-"))
+        path = Path(self.tmp) / name
+        path.write_bytes(data)
+        return str(path)
 
 
 def _in_memory(data: bytes, name: str, stack: ExitStack) -> str | None:
