@@ -12,7 +12,7 @@ from egglog import bindings
 from ..errors import LowerError
 from ..graph import Graph
 from ..memory import ENODE_BYTES, enode_budget, size_text
-from ..rules.dsl import Rule, apps, to_egglog
+from ..rules.dsl import App, Rule
 from .load import LOWER
 
 STOP_REASONS = ("saturated", "iteration_limit", "node_limit", "time_limit")
@@ -73,25 +73,14 @@ def enode_count(egraph: bindings.EGraph) -> int:
     return sum(n for name, n in out.sizes if not name.startswith("Node") and name != "Ref")
 
 
-_RHS_TERMS: dict[int, tuple[Rule, frozenset[str]]] = {}  # by id(rule); the rule kept, so its id stays its own
-
-
-def _rhs_terms(rule: Rule) -> frozenset[str]:
-    """The distinct applications of `rule`'s right-hand side, as egglog text (once per rule and process)."""
-    hit = _RHS_TERMS.get(id(rule))
-    if hit is None or hit[0] is not rule:
-        hit = _RHS_TERMS[id(rule)] = (rule, frozenset(to_egglog(a) for a in apps(rule.rhs)))
-    return hit[1]
-
-
 def first_growth(graph: Graph, rules: Sequence[Rule]) -> int:
     """New e-nodes the first iteration can add, from the graph's rows: for each node some rule
     rewrites, the distinct applications on the right-hand sides of the rules that rewrite it
     (34 for a `ActivationBackward{GeluApprox}`, measured 34; 25 for a `Tanh` one, measured 17:
     terms the graph already holds are not new)."""
-    terms: dict[str, set[str]] = {}
+    terms: dict[str, set[App]] = {}
     for r in rules:
-        terms.setdefault(r.lowers, set()).update(_rhs_terms(r))
+        terms.setdefault(r.lowers, set()).update(r.rhs_apps)
     per_op_kind = {(label.partition(".")[0], label.partition(".")[2] or None): len(t) for label, t in terms.items()}
     ops = {op for op, _ in per_op_kind}
     get = per_op_kind.get

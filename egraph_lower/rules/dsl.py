@@ -214,13 +214,14 @@ class Rule:
     group: str
     source: tuple[str, str] = field(default=("", ""), compare=False)
 
-    @property
+    # (cached: rules are made once per process, and lowering a graph asks each of these of every rule)
+    @functools.cached_property
     def lowers(self) -> str:
         """The label of what this rule rewrites away (`ActivationBackward.Sigmoid`, `Activation.Erf`, ...)."""
         assert isinstance(self.lhs, App)
         return self.lhs.label
 
-    @property
+    @functools.cached_property
     def needs(self) -> tuple[str, ...]:
         """Labels of the ops the right-hand side builds (what the backend must run, or lower further)."""
         return tuple(sorted({a.label for a in apps(self.rhs)}))
@@ -230,11 +231,18 @@ class Rule:
         """The constructors both sides name."""
         return frozenset(a.ctor for a in apps(self.lhs) + apps(self.rhs))
 
+    @functools.cached_property
+    def rhs_apps(self) -> frozenset[App]:
+        """The distinct applications of the right-hand side."""
+        return frozenset(apps(self.rhs))
+
+    @functools.cached_property
+    def _sides(self) -> tuple[str, str]:
+        return to_egglog(self.lhs), to_egglog(self.rhs)
+
     def egglog(self, ruleset: str) -> str:
-        return (
-            f"(rewrite {to_egglog(self.lhs)}\n         {to_egglog(self.rhs)}\n"
-            f"         :ruleset {ruleset} :name \"{self.name}\")"
-        )
+        lhs, rhs = self._sides
+        return f"(rewrite {lhs}\n         {rhs}\n         :ruleset {ruleset} :name \"{self.name}\")"
 
 
 def rule(name: str, identity: str, lhs: str, rhs: str, *, group: str, lets: dict[str, str] | None = None) -> Rule:
