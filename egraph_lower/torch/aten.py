@@ -114,7 +114,7 @@ def _promoted(ctx: Context, first: Any, second: Any) -> str:
             probes.append(torch.empty((1,) if v.dim() else (), dtype=v.dtype, device="meta"))
         else:
             probes.append(torch.tensor(ctx.scalar(v)) if not probes else ctx.scalar(v))
-    return ctx.meta_of(torch.empty((), dtype=torch.result_type(probes[0], probes[1]), device="meta"))[1]
+    return ctx.format_dtype(torch.result_type(probes[0], probes[1]))
 
 
 def _binary(op: str, first: str = "self", second: str = "other", reverse: bool = False) -> Handler:

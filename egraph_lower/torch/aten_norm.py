@@ -37,7 +37,7 @@ def _dtype(ctx: Context, *args: Any) -> str:
     dt = dts[0]
     for d in dts[1:]:
         dt = torch.promote_types(dt, d)
-    return ctx.meta_of(torch.empty((), dtype=dt, device="meta"))[1]
+    return ctx.format_dtype(dt)
 
 
 def _or_fill(ctx: Context, arg: Any, fill: float, shape: Sequence[int], dt: str) -> int:

@@ -70,8 +70,11 @@ class Context:
         shape = tuple(value.shape)
         if not all(isinstance(d, int) for d in shape):
             raise self.refuse(f"symbolic shape {list(value.shape)} (compile with dynamic=False)")
-        return shape, format_dtype(value.dtype, op_name(self.node) if self.node else "dtype",
-                                   self.node.name if self.node else None)
+        return shape, self.format_dtype(value.dtype)
+
+    def format_dtype(self, dtype: torch.dtype) -> str:
+        """`dtype`'s name in the format; refused, naming the current node, when the format has none."""
+        return format_dtype(dtype, op_name(self.node) if self.node else "dtype", self.node.name if self.node else None)
 
     def out(self, index: int | None = None) -> tuple[tuple[int, ...], str]:
         """Shape and format dtype of the current node's result (or of its `index`-th result)."""
