@@ -190,15 +190,23 @@ def _max_backward_graph(shape: tuple[int, ...], attrs: dict[str, Any]) -> el.Gra
     return b.build([b.op("MaxPool2dBackward", dy, idx, **attrs, input_shape=list(shape))])
 
 
-@pytest.mark.parametrize(("target", "small", "large"), [
-    ("wgpu", "maxpool-bwd-onehot", "maxpool-bwd-separable"),
-    ("metal", "maxpool-bwd-scatter", "maxpool-bwd-scatter"),
+OVERLAPPING = {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1], "dilation": [1, 1]}
+TILED = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1]}
+
+
+@pytest.mark.parametrize(("target", "windows", "small", "large"), [
+    ("wgpu", "overlapping", "maxpool-bwd-onehot", "maxpool-bwd-separable"),
+    ("wgpu", "tiled", "maxpool-bwd-onehot", "maxpool-bwd-tiled"),
+    ("metal", "overlapping", "maxpool-bwd-scatter", "maxpool-bwd-scatter"),
+    ("metal", "tiled", "maxpool-bwd-scatter", "maxpool-bwd-scatter"),
 ])
-def test_extraction_weighs_the_max_pool_expansions_by_size(target: str, small: str, large: str) -> None:
+def test_extraction_weighs_the_max_pool_expansions_by_size(target: str, windows: str, small: str, large: str) -> None:
     """Without ScatterAdd (wgpu): the plane one-hot is one op fewer; the separable form needs H + W,
-    not H * W, per window: on a small plane the first is cheaper, on a 32 x 32 plane the second. With
-    it (metal), the scatter-add reads each dy and index once: cheapest at both sizes."""
-    attrs = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1]}
+    not H * W, per window: on a small plane the first is cheaper, on a 32 x 32 plane the second, and
+    where the windows tile the plane, the elementwise form beats both. With it (metal), the
+    scatter-add reads each dy and index once: cheapest at both sizes. The tiled form is offered only
+    where the windows tile the plane."""
+    attrs = TILED if windows == "tiled" else OVERLAPPING
     won = {}
     for shape in ((2, 3, 4, 4), (8, 16, 32, 32)):
         choice = next(c for c in el.explore(_max_backward_graph(shape, attrs), target).report()["choices"]
@@ -206,6 +214,7 @@ def test_extraction_weighs_the_max_pool_expansions_by_size(target: str, small: s
         (chosen,) = [a for a in choice["alternatives"] if a["chosen"]]
         others = [a["cost"] for a in choice["alternatives"] if a["legal"]]
         assert chosen["cost"] == min(others)
+        assert any(a["rules"] == ["maxpool-bwd-tiled"] for a in choice["alternatives"]) == (windows == "tiled")
         won[shape[-1]] = chosen["rules"]
     assert won == {4: [small], 32: [large]}
 
@@ -231,6 +240,29 @@ def test_max_pool_backward_with_overlapping_windows_and_ties_sends_each_gradient
     y.backward(torch.tensor(dy, dtype=torch.float64))
     np.testing.assert_allclose(got, xt.grad.numpy(), rtol=1e-6, atol=1e-6)
     assert got[1, 1, 2, 2] == pytest.approx(float(dy[1, 1, 1:4, 1:4].sum()), rel=1e-6)
+
+
+def test_tiled_max_pool_backward_matches_torch_past_the_last_window_and_on_ties() -> None:
+    """Kernel = stride 2 x 3 on a 31 x 32 plane: row 30 and columns 30, 31 are in no window (their
+    gradient is 0), ties (a plane of equal values) and -inf (the first index wins) as torch's own
+    kernel has them; wgpu takes the tiled form at this size, checked in float64 against torch."""
+    attrs = {"kernel": [2, 3], "stride": [2, 3], "padding": [0, 0], "dilation": [1, 1], "ceil_mode": False}
+    shape = (4, 8, 31, 32)
+    x = np.random.default_rng(9).integers(0, 3, size=shape).astype(np.float64)
+    x[0, 0] = 1.0
+    x[1, 1] = -np.inf
+    graph = _max_backward_graph(shape, attrs)
+    dy = np.random.default_rng(10).standard_normal((4, 8, 15, 10))
+    result = el.lower(graph, "wgpu")
+    assert "maxpool-bwd-tiled" in result.report.rules_fired
+    ops = result.graph.op_counts()
+    assert "Iota" in ops and not {"MaxPool2dBackward", "MatMul", "MaxPool2dOneHot"} & set(ops)  # the tiled form
+    got = evaluate(result.graph, {"x": x.astype(np.float32), "dy": dy.astype(np.float32)})[0]
+    torch = pytest.importorskip("torch")
+    xt = torch.tensor(x, requires_grad=True)
+    torch.nn.functional.max_pool2d(xt, (2, 3), (2, 3)).backward(torch.tensor(dy.astype(np.float32), dtype=torch.float64))
+    np.testing.assert_array_equal(got, xt.grad.numpy().astype(np.float32))
+    assert not got[:, :, 30].any() and not got[:, :, :, 30:].any() and got.any()
 
 
 def test_max_pool_backward_refuses_an_index_outside_the_plane() -> None:

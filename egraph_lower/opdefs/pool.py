@@ -35,7 +35,7 @@ import numpy as np
 
 from ..arrays import Args, Attrs, _f, _round_float
 from ..dtypes import FLOAT_DTYPES
-from .base import I64, STRING, Attr, Ctor, Field, Meta, OpDef, head, integer, ints, ints_text, string
+from .base import I64, STRING, WHOLE, Attr, Ctor, Field, Meta, OpDef, head, integer, ints, ints_text, string
 from .meta import attr_check, check_shape, is_int, is_int_list, one_of, show_shape
 from . import pool_math as PM
 
@@ -263,13 +263,38 @@ OPS: tuple[OpDef, ...] = (
           sample=({"axis": 0, "input_shape": _IN}, (((2, 3, 3, 4), "f32"),))),
 )
 
-# MaxPool2dBackward's e-graph fields beyond its attributes, for the scatter rule: dy's shape with its
-# planes flattened ([N, C, OH * OW]) and the input's plane size H * W
+def _tiles(attrs: Mapping[str, Any], dy_shape: Sequence[int]) -> bool:
+    """Whether max pooling's windows tile the plane: kernel = stride, no padding, no dilation, and
+    every window whole (OH * sh <= H, OW * sw <= W), so each input position is in one window at most."""
+    k, s, hw = attrs["kernel"], attrs["stride"], attrs["input_shape"][2:]
+    return (list(k) == list(s) and not any(attrs["padding"]) and all(int(d) == 1 for d in attrs["dilation"])
+            and all(int(dy_shape[2 + a]) * int(s[a]) <= int(hw[a]) for a in (0, 1)))
+
+
+def _whole(name: str, sort: str, fn: Any) -> Field:
+    """A field of MaxPool2dBackward's e-node computed from all its attributes and dy's shape."""
+    return Field(name, sort, fn, None, source=WHOLE, shaped=True)
+
+
+# MaxPool2dBackward's e-graph fields beyond its attributes. For the scatter rule: dy's shape with its
+# planes flattened ([N, C, OH * OW]) and the input's plane size H * W. For the tiled rule: 1 when the
+# windows tile the plane (`_tiles`), dy's shape as [N, C, OH, 1, OW, 1], as [N, C, OH, sh, OW, sw] and
+# as [N, C, OH * sh, OW * sw] (each window's value repeated over the window), the rows and columns
+# past the last window (H - OH * sh, W - OW * sw), and the input's shape with its planes flattened.
 _MAX_BWD_FIELDS = _MAX_FIELDS + (
     ints("input_shape"),
     Field("dflat", STRING, lambda v, shape: ints_text([*shape[:2], math.prod(shape[2:])]), None,
           source="input_shape", shaped=True),
     Field("plane", I64, lambda v, rank: int(v[2]) * int(v[3]), None, source="input_shape"),
+    _whole("tiled", I64, lambda a, shape: int(_tiles(a, shape))),
+    _whole("up6", STRING, lambda a, shape: ints_text([*shape[:3], 1, shape[3], 1])),
+    _whole("exp6", STRING, lambda a, shape: ints_text([*shape[:3], a["stride"][0], shape[3], a["stride"][1]])),
+    _whole("up4", STRING, lambda a, shape: ints_text([*shape[:2], shape[2] * a["stride"][0],
+                                                      shape[3] * a["stride"][1]])),
+    _whole("padh", I64, lambda a, shape: max(int(a["input_shape"][2]) - shape[2] * int(a["stride"][0]), 0)),
+    _whole("padw", I64, lambda a, shape: max(int(a["input_shape"][3]) - shape[3] * int(a["stride"][1]), 0)),
+    Field("xflat", STRING, lambda v, rank: ints_text([v[0], v[1], int(v[2]) * int(v[3])]), None,
+          source="input_shape"),
 )
 
 BACKWARD: tuple[OpDef, ...] = (
