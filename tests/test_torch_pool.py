@@ -4,6 +4,7 @@ steps of small pooling CNNs compiled for metal and wgpu."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ import torch.nn as nn  # noqa: E402
 
 import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
+from egraph_lower.build import GraphBuilder  # noqa: E402
 from egraph_lower.evaluate import apply  # noqa: E402
 from egraph_lower.torch import kernels  # noqa: E402
 from torch_steps import mse_step, train_like_eager  # noqa: E402
@@ -149,6 +151,27 @@ def test_pooling_aten_ops_import_one_to_one() -> None:
     module = elt.export_graph(imported.graph, imported.signature)
     for got, want in zip(module(x), step(x)):
         torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_max_pool_values_and_indices_of_one_input_export_as_one_call() -> None:
+    """A training step's forward takes both (the indices are saved for the gradient): eager computes
+    them in one max_pool2d_with_indices, and so does the exported module, not the pooling twice."""
+    from egraph_lower.torch.kernels_pool import max_pool2d_with_indices
+
+    b = GraphBuilder("pool")
+    x = b.input("x", [2, 3, 9, 8])
+    attrs = {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1], "dilation": [1, 1], "ceil_mode": True}
+    other = dict(attrs, kernel=[2, 2])
+    graph = b.build([b.op("MaxPool2d", x, **attrs), b.op("MaxPool2dIndices", x, **attrs),
+                     b.op("MaxPool2dIndices", x, **other)])
+    module = elt.export_graph(graph)
+    calls = [n.target for n in module.graph.nodes if n.op == "call_function" and n.target is not operator.getitem]
+    assert calls == [max_pool2d_with_indices, kernels.max_pool2d_indices]  # the pair once; the third alone
+    xt = torch.randn(2, 3, 9, 8, dtype=torch.float64)
+    values, indices, alone = module(xt)
+    want = A.max_pool2d_with_indices(xt, [3, 3], [2, 2], [1, 1], [1, 1], True)
+    assert torch.equal(values, want[0]) and torch.equal(indices, want[1])
+    assert torch.equal(alone, A.max_pool2d_with_indices(xt, [2, 2], [2, 2], [1, 1], [1, 1], True)[1])
 
 
 class _ChannelMix(nn.Module):

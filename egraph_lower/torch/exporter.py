@@ -14,7 +14,9 @@ returns a tuple (or the single value, as the signature says).
 
 from __future__ import annotations
 
+import json
 import keyword
+import operator
 import re
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +30,7 @@ from ..evaluate import apply
 from ..graph import Graph, Node
 from . import kernels
 from .common import FORMAT_TO_TORCH, Signature
+from .kernels_pool import max_pool2d_with_indices
 
 
 def _constant_tensor(node: Node) -> torch.Tensor:
@@ -71,7 +74,14 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
         args[m.name] = g.call_function(kernels.dropout_mask, (first, list(m.shape), m.dtype, m.p))
     env: dict[int, fx.Node] = {}
     by_id = graph.by_id
+    pooled = _pooled_together(graph)
     for node in graph.nodes:
+        key = _pool_key(node)
+        if key in pooled:  # one max_pool2d_with_indices call for the values and the indices of one x
+            if not isinstance(pooled[key], fx.Node):
+                pooled[key] = g.call_function(max_pool2d_with_indices, (env[node.inputs[0]],), dict(node.attrs))
+            env[node.id] = g.call_function(operator.getitem, (pooled[key], int(node.op == "MaxPool2dIndices")))
+            continue
         env[node.id] = _emit(g, root, node, args, env, by_id)
     results: list[Any] = []
     for slot in sig.outputs:
@@ -85,6 +95,27 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
             results.append(None)
     g.output(tuple(results) if sig.returns_tuple else results[0])
     return fx.GraphModule(root, g, class_name="LoweredGraph")
+
+
+_POOLS = ("MaxPool2d", "MaxPool2dIndices")
+
+
+def _pool_key(node: Node) -> tuple[int, str] | None:
+    """What a MaxPool2d or MaxPool2dIndices node computes: its x and attributes (None: another op)."""
+    if node.op not in _POOLS:
+        return None
+    return node.inputs[0], json.dumps(node.attrs, sort_keys=True)
+
+
+def _pooled_together(graph: Graph) -> dict[tuple[int, str], fx.Node | None]:
+    """The max poolings whose values and indices the graph both takes (the forward of a training step
+    saves the indices for the gradient): eager computes them in one call, and so does the export."""
+    seen: dict[tuple[int, str], set[str]] = {}
+    for node in graph.nodes:
+        key = _pool_key(node)
+        if key is not None:
+            seen.setdefault(key, set()).add(node.op)
+    return {key: None for key, ops in seen.items() if len(ops) == 2}
 
 
 def _emit(g: fx.Graph, root: torch.nn.Module, node: Node, args: dict[str, fx.Node],

@@ -20,8 +20,15 @@ def max_pool2d(x: Tensor, kernel: Sequence[int], stride: Sequence[int], padding:
 
 def max_pool2d_indices(x: Tensor, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
                        dilation: Sequence[int], ceil_mode: bool = False) -> Tensor:
+    return max_pool2d_with_indices(x, kernel, stride, padding, dilation, ceil_mode)[1]
+
+
+def max_pool2d_with_indices(x: Tensor, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                            dilation: Sequence[int], ceil_mode: bool = False) -> tuple[Tensor, Tensor]:
+    """MaxPool2d and MaxPool2dIndices of one x in one call (the exporter's, where a graph has both: each
+    alone runs this same kernel)."""
     return torch.ops.aten.max_pool2d_with_indices(x, list(kernel), list(stride), list(padding), list(dilation),
-                                                  ceil_mode)[1]
+                                                  ceil_mode)  # type: ignore[no-any-return]
 
 
 def max_pool2d_backward(dy: Tensor, indices: Tensor, kernel: Sequence[int], stride: Sequence[int],
