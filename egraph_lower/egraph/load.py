@@ -160,8 +160,8 @@ def load(graph: Graph, rules: Sequence[Rule], workdir: str | None = None,
 
     The program and the rows reach egglog as files, the program through `include` and the rows
     through `input`, so egglog reads and parses them itself: the Python bindings' parse makes a
-    Python object of every command and term, and running those took twice as long as running the
-    text (a first graph: 24 ms against 6). The files are in-memory (`memfd_create`, read through
+    Python object of every command and term, and parsing and running those took two to four times
+    as long as including the text (a first graph's program: 24 ms against 6). The files are in-memory (`memfd_create`, read through
     /proc/self/fd), so none is left behind whatever ends the process; where that is not available
     (or with `workdir`), they are files in a temporary directory removed on return."""
     if graph.nodes and max(n.id for n in graph.nodes) >= I64_IDS:

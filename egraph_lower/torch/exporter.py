@@ -8,7 +8,8 @@ dtypes and shapes (known when exporting), it has the format's semantics (`Binary
 `MatMul`, `Reduce` on floats, `Reshape`, `Transpose`, `Expand`, `Compare`, ...), else
 to the PyTorch function of its op in `kernels` (attributes as keyword arguments).
 So the generated code reads like the graph and a step pays no per-call dispatch on
-dtypes. Constants are buffers of the module (they follow `.to(device)`). The module
+dtypes. One exception: a MaxPool2d and a MaxPool2dIndices of the same input (a training
+step's forward takes both) are one `max_pool2d_with_indices` call, as in eager. Constants are buffers of the module (they follow `.to(device)`). The module
 returns a tuple (or the single value, as the signature says).
 """
 

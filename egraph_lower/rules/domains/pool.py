@@ -9,6 +9,8 @@ windows (of unequal sizes along W).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...egraph import language
@@ -26,38 +28,36 @@ def pool_domain(rule: Rule, dtype: str) -> dict[str, object] | list[dict[str, ob
     dy as for batch norm."""
     ctor = language.CTORS[lhs_ctor(rule)]
     if ctor.op != "MaxPool2dBackward":
-        return _env(rule, dtype, ctor.op, OVERLAPPING)
+        return _env(dtype, ctor.op, OVERLAPPING)
     assert isinstance(rule.lhs, App)
     tiled_only = rule.lhs.params[[f.name for f in ctor.fields].index("tiled")] == "1"
-    return [_env(rule, dtype, ctor.op, attrs) for attrs in ([TILED] if tiled_only else [OVERLAPPING, TILED])]
+    return [_env(dtype, ctor.op, attrs) for attrs in ([TILED] if tiled_only else [OVERLAPPING, TILED])]
 
 
 ISHAPE = [2, 3, 7, 8]
-OVERLAPPING = {"kernel": [3, 2], "stride": [2, 1], "padding": [1, 1], "dilation": [1, 2], "ceil_mode": True,
+OVERLAPPING: dict[str, Any] = {"kernel": [3, 2], "stride": [2, 1], "padding": [1, 1], "dilation": [1, 2], "ceil_mode": True,
                "count_include_pad": False, "divisor_override": None}
-TILED = {"kernel": [2, 3], "stride": [2, 3], "padding": [0, 0], "dilation": [1, 1], "ceil_mode": False}
+TILED: dict[str, Any] = {"kernel": [2, 3], "stride": [2, 3], "padding": [0, 0], "dilation": [1, 1], "ceil_mode": False}
 
 
-def _env(rule: Rule, dtype: str, op: str, attrs: dict[str, object]) -> dict[str, object]:
+def _env(dtype: str, op: str, attrs: dict[str, Any]) -> dict[str, object]:
     from ...opdefs import pool_math
 
     rng = np.random.default_rng(3)
-    env: dict[str, object] = {"k": ints_text(attrs["kernel"]), "s": ints_text(attrs["stride"]),  # type: ignore[arg-type]
-                              "p": ints_text(attrs["padding"]), "c": int(bool(attrs["ceil_mode"])),  # type: ignore[arg-type]
+    env: dict[str, object] = {"k": ints_text(attrs["kernel"]), "s": ints_text(attrs["stride"]),
+                              "p": ints_text(attrs["padding"]), "c": int(bool(attrs["ceil_mode"])),
                               "cip": 0, "dv": 0, "ishape": ints_text(ISHAPE)}
     if op == "MaxPool2dBackward":
-        env["d"] = ints_text(attrs["dilation"])  # type: ignore[arg-type]
+        env["d"] = ints_text(attrs["dilation"])
         x = rng.integers(-2, 3, size=ISHAPE).astype(np.float64)
         x[0, 1] = 0.5
         x[1, 2] = -np.inf
         out = pool_math.max_out(attrs, ISHAPE[2:])
         env["idx"] = pool_math.max_pool(attrs, x)[1]
-        fields = {f.name: f for f in language.CTORS[op].fields}
-        dy_shape = (2, 3) + tuple(out)
-        for name in ("dflat", "plane", "tiled", "up6", "exp6", "up4", "padh", "padw", "xflat"):
-            f = fields[name]
-            value = {**attrs, "input_shape": ISHAPE} if f.attr == WHOLE else ISHAPE
-            env[name] = f.encode(value, dy_shape if f.shaped else 4)
+        for f in language.CTORS[op].fields:  # the fields computed at load time, computed as the load does
+            if f.derived:
+                value = {**attrs, "input_shape": ISHAPE} if f.attr == WHOLE else ISHAPE
+                env[f.name] = f.encode(value, (2, 3, *out) if f.shaped else len(ISHAPE))
     elif op == "AvgPool2dBackward":
         out = pool_math.avg_out(attrs, ISHAPE[2:])
     else:
