@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from egraph_lower.extract import walks
 from egraph_lower.extract.walks import Cycle, breadth_first, has_cycle, on_cycles, post_order, reachable
 
 #   0 -> 1, 2;  1 -> 3;  2 -> 3;  3 -> ()
@@ -52,14 +53,28 @@ def _on_a_cycle(n: int, edges: list[tuple[int, int]]) -> list[bool]:
     return out
 
 
+@pytest.mark.parametrize("small", [True, False], ids=["kosaraju", "scipy"])
 @pytest.mark.parametrize("seed", range(20))
-def test_on_cycles_is_the_classes_that_reach_themselves(seed: int) -> None:
+def test_on_cycles_is_the_classes_that_reach_themselves(seed: int, small: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(walks, "SMALL_EDGES", 10**9 if small else 0)  # each way of finding the components
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 30))
     m = int(rng.integers(0, 2 * n))
     source, target = rng.integers(0, n, size=m), rng.integers(0, n, size=m)
     got = on_cycles(n, source, target)
     assert got.tolist() == _on_a_cycle(n, list(zip(source.tolist(), target.tolist())))
+
+
+def test_both_ways_of_finding_components_agree_on_a_larger_graph() -> None:
+    rng = np.random.default_rng(7)
+    n = 3000
+    source, target = rng.integers(0, n, size=4000), rng.integers(0, n, size=4000)
+    assert len(source) <= walks.SMALL_EDGES
+    small = walks._components_small(n, source, target)
+    big = walks._components(n, source, target)
+    # the same partition: two classes share a label in one exactly when they do in the other
+    pairs = {(int(a), int(b)) for a, b in zip(small, big)}
+    assert len(pairs) == len(set(small.tolist())) == len(set(big.tolist())) < n
 
 
 def test_on_cycles_of_no_edges() -> None:

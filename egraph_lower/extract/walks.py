@@ -101,23 +101,56 @@ def breadth_first(roots: Iterable[int], successors: Successors) -> list[int]:
     return order
 
 
+# Up to this many edges the components are found here (Kosaraju's two walks, about 2 us an edge);
+# beyond, by SciPy, whose graph module takes 0.11 to 0.14 s to import: more than a small graph's
+# whole lowering, so a torch.compile first call that needs one cycle check would pay it.
+SMALL_EDGES = 20_000
+
+
 def on_cycles(n_classes: int, source: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Per class, whether it lies on a cycle of the directed edges `source[i] -> target[i]`:
     in a strongly connected component of more than one class, or with an edge to itself.
-    The components are SciPy's (`scipy.sparse.csgraph.connected_components`, strong)."""
-    from scipy.sparse import coo_array
-    from scipy.sparse.csgraph import connected_components
-
+    The components are Kosaraju's (`SMALL_EDGES` edges at most) or SciPy's
+    (`scipy.sparse.csgraph.connected_components`, strong)."""
     out = np.zeros(n_classes, dtype=bool)
     if not len(source):
         return out
-    flags = np.ones(len(source), dtype=bool)  # (an edge given many times sums to True, never wraps to 0)
-    edges = coo_array((flags, (source, target)), shape=(n_classes, n_classes)).tocsr()
-    _, label = connected_components(edges, directed=True, connection="strong")
+    label = (_components_small if len(source) <= SMALL_EDGES else _components)(n_classes, source, target)
     size = np.bincount(label, minlength=int(label.max()) + 1)
     out[size[label] > 1] = True
     out[source[source == target]] = True
     return out
+
+
+def _components(n_classes: int, source: np.ndarray, target: np.ndarray) -> np.ndarray:
+    from scipy.sparse import coo_array
+    from scipy.sparse.csgraph import connected_components
+
+    flags = np.ones(len(source), dtype=bool)  # (an edge given many times sums to True, never wraps to 0)
+    edges = coo_array((flags, (source, target)), shape=(n_classes, n_classes)).tocsr()
+    return connected_components(edges, directed=True, connection="strong")[1]  # type: ignore[no-any-return]
+
+
+def _components_small(n_classes: int, source: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Strongly connected components (a label per class): the classes in the order a depth-first
+    walk finishes them, then, from the last finished, what reaches each against the edges."""
+    succ: list[list[int]] = [[] for _ in range(n_classes)]
+    pred: list[list[int]] = [[] for _ in range(n_classes)]
+    for s, t in zip(source.tolist(), target.tolist()):
+        succ[s].append(t)
+        pred[t].append(s)
+    label = np.full(n_classes, -1, dtype=np.int64)
+    for c in reversed(post_order(range(n_classes), succ.__getitem__, n_classes)):
+        if label[c] >= 0:
+            continue
+        label[c] = c
+        stack = [c]
+        while stack:
+            for p in pred[stack.pop()]:
+                if label[p] < 0:
+                    label[p] = c
+                    stack.append(p)
+    return label
 
 
 def classes_on_cycles(t: Tables, usable: np.ndarray) -> np.ndarray:
