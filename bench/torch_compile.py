@@ -13,9 +13,10 @@ first-use cost are no part of either backend); then the model is built, and
   the call until the gradients are there, in a fresh process each time; the median
   over `repeats` processes, aot_eager's likewise. One full garbage collection runs
   just before the call, for either backend: a full collection scans torch's 400k
-  objects (0.2 s), and whether one falls inside the call otherwise depends on what the
-  process allocated before it (CPython runs one once the objects promoted since the
-  last reach a quarter of those that survived it), not on the call;
+  objects (0.2 s), and whether one falls inside the call otherwise depends on all the
+  process allocated since the last one, not only on the call (CPython runs one once the
+  objects promoted since the last reach a quarter of those that survived it); one the
+  call itself sets off is still counted;
 - steady state: the model compiled twice in one process, with the backend and with
   `aot_eager`, their steps interleaved (`steps` each, after three warm-up steps), so
   both see the same machine; the median step time of each, and the median over
