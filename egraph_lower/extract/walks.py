@@ -115,9 +115,13 @@ def on_cycles(n_classes: int, source: np.ndarray, target: np.ndarray) -> np.ndar
     out = np.zeros(n_classes, dtype=bool)
     if not len(source):
         return out
-    label = (_components_small if len(source) <= SMALL_EDGES else _components)(n_classes, source, target)
+    if len(source) <= SMALL_EDGES:  # on the classes the edges touch, numbered 0, 1, ...
+        ids, ends = np.unique(np.concatenate([source, target]), return_inverse=True)
+        label = _components_small(len(ids), ends[:len(source)], ends[len(source):])
+    else:
+        ids, label = np.arange(n_classes), _components(n_classes, source, target)
     size = np.bincount(label, minlength=int(label.max()) + 1)
-    out[size[label] > 1] = True
+    out[ids[size[label] > 1]] = True
     out[source[source == target]] = True
     return out
 
