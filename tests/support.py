@@ -1,13 +1,16 @@
-"""Shared by the tests: feeds over awkward domains, a float64 reference, closeness as the checker sees it."""
+"""Shared by the tests: feeds over awkward domains, a float64 reference, closeness as the checker sees it,
+one op evaluated in float64, and derivatives by central differences."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from egraph_lower.dtypes import FLOAT_DTYPES, to_numpy
-from egraph_lower.evaluate import evaluate
+from egraph_lower.evaluate import apply, evaluate
 from egraph_lower.document import validated
 from egraph_lower.graph import Graph
 
@@ -90,3 +93,29 @@ def assert_lowering_matches(original: Graph, lowered: Graph, feeds: dict[str, np
         dtype = original.node(original.outputs[k]).dtype
         ok, why = close(g, w, tolerance_of or dtype)
         assert ok, f"output {k} ({dtype}): {why}"
+
+
+def f64(op: str, attrs: dict[str, Any], *args: Any) -> np.ndarray:
+    """`op` by the reference evaluator in float64, on arrays or (detached) torch tensors."""
+    return apply(op, attrs, [np.asarray(a.detach().numpy() if hasattr(a, "detach") else a, dtype=np.float64)
+                             for a in args], "f64")
+
+
+def numeric_grad(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """Central differences of a scalar function, element by element (float64)."""
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+def numeric_vjp(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, dy: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """dy . d f / d x by central differences, one element of x at a time (float64)."""
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = np.sum((f(x + e) - f(x - e)) * dy) / (2 * h)
+    return g

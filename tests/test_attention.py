@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,17 +15,12 @@ import egraph_lower as el
 from egraph_lower.build import GraphBuilder
 from egraph_lower.errors import GraphError
 from egraph_lower.evaluate import apply
-from support import assert_lowering_matches
+from support import assert_lowering_matches, f64, numeric_grad
 
 BACKENDS = ("cpu", "mlx", "metal", "tpu", "wgpu")
 ATTENTION_OPS = ("Attention", "AttentionLogSumExp", "AttentionBackwardQuery", "AttentionBackwardKey",
                  "AttentionBackwardValue")
 INF = np.inf
-
-
-def f64(op: str, attrs: dict[str, object], *args: np.ndarray) -> np.ndarray:
-    return apply(op, attrs, [np.asarray(a, dtype=np.float64) for a in args], "f64")
-
 
 def textbook(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray, scale: float,
              causal: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -101,16 +95,6 @@ def test_large_logits_do_not_overflow() -> None:
 
 
 # --------------------------------------------------------------------------- derivatives vs finite differences
-
-def numeric_grad(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
-
-
 @pytest.mark.parametrize("attrs", [{}, {"causal": True}, {"scale": 0.3, "causal": True}])
 def test_backward_ops_are_the_gradients(attrs: dict[str, object]) -> None:
     q, k, v, mask, dy = _inputs(5, rows=4, cols=5)

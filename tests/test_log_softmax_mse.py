@@ -7,7 +7,6 @@ backend runs them, expanded elsewhere) and compared with the evaluator.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -20,29 +19,17 @@ from egraph_lower.rules import ALL_RULES, BY_NAME
 from egraph_lower.rules.check import check, check_rule
 from egraph_lower.rules.domains import DTYPES
 from egraph_lower.rules.dsl import Rule, rule
-from support import assert_lowering_matches
+from support import assert_lowering_matches, numeric_vjp
 
 BACKENDS = ("cpu", "mlx", "metal", "tpu", "wgpu")
 RNG = np.random.default_rng(7)
-
-
-def _fd_vjp(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, dy: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    """dy . d f / d x by central differences, one element of x at a time."""
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[i] += h
-        down[i] -= h
-        out[i] = np.sum(dy * (f(up) - f(down))) / (2 * h)
-    return out
-
 
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_log_softmax_backward_is_the_derivative_of_log_softmax(axis: int) -> None:
     x, dy = RNG.standard_normal((3, 4)) * 2.0, RNG.standard_normal((3, 4))
     y = apply("LogSoftmax", {"axis": axis}, [x], "f64")
     got = apply("LogSoftmaxBackward", {"axis": axis}, [y, dy], "f64")
-    want = _fd_vjp(lambda v: apply("LogSoftmax", {"axis": axis}, [v], "f64"), x, dy)
+    want = numeric_vjp(lambda v: apply("LogSoftmax", {"axis": axis}, [v], "f64"), x, dy)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
 
 
@@ -50,7 +37,7 @@ def test_softmax_backward_is_the_derivative_of_softmax() -> None:
     x, dy = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
     y = apply("Softmax", {"axis": 1}, [x], "f64")
     got = apply("SoftmaxBackward", {"axis": 1}, [y, dy], "f64")
-    want = _fd_vjp(lambda v: apply("Softmax", {"axis": 1}, [v], "f64"), x, dy)
+    want = numeric_vjp(lambda v: apply("Softmax", {"axis": 1}, [v], "f64"), x, dy)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
 
 
@@ -69,7 +56,7 @@ def test_mse_backward_is_the_derivative_of_mse(reduction: str) -> None:
     x, t = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
     dy = RNG.standard_normal((3, 4)) if reduction == "none" else np.array(-1.7)
     got = apply("MseLossBackward", {"reduction": reduction}, [x, t, dy], "f64")
-    want = _fd_vjp(lambda v: apply("MseLoss", {"reduction": reduction}, [v, t], "f64"), x, dy)
+    want = numeric_vjp(lambda v: apply("MseLoss", {"reduction": reduction}, [v, t], "f64"), x, dy)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
 
 

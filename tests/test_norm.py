@@ -4,7 +4,6 @@ in float64, validation, the shape-derived e-graph field, and lowering on every b
 
 from __future__ import annotations
 
-from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -15,29 +14,13 @@ from egraph_lower.egraph import language
 from egraph_lower.errors import GraphError
 from egraph_lower.evaluate import apply
 from egraph_lower.graph import Node
-from support import assert_lowering_matches
+from support import assert_lowering_matches, f64, numeric_grad
 
 BACKENDS = ("cpu", "mlx", "metal", "tpu", "wgpu")
 NEW_OPS = ("InvStd", "InvRms", "LayerNorm", "LayerNormBackwardInput", "LayerNormBackwardWeight",
            "LayerNormBackwardBias", "RmsNorm", "RmsNormBackwardInput", "RmsNormBackwardWeight", "BatchNormTraining",
            "BatchNormTrainingBackwardInput", "BatchNormTrainingBackwardGamma", "BatchNormTrainingBackwardBeta")
 EPS = 1e-5
-
-
-def f64(op: str, attrs: dict[str, object], *args: np.ndarray) -> np.ndarray:
-    return apply(op, attrs, [np.asarray(a, dtype=np.float64) for a in args], "f64")
-
-
-def numeric_grad(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    """Central differences of a scalar function, element by element (float64)."""
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
-
-
 def _ln_stats(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     axes = list(range(axis, x.ndim))
     mean = f64("Reduce", {"op": "Mean", "axes": axes, "keep_dim": True}, x)

@@ -17,7 +17,7 @@ from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 
 import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
-from egraph_lower.evaluate import apply  # noqa: E402
+from support import f64  # noqa: E402
 from torch_steps import mse_step, train_like_eager  # noqa: E402
 
 LR = 0.05  # these models train with a smaller step
@@ -31,12 +31,6 @@ def _fresh_dynamo() -> Any:
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
-
-
-def f64(op: str, attrs: dict[str, object], *args: Any) -> np.ndarray:
-    return apply(op, attrs, [np.asarray(a.detach().numpy() if hasattr(a, "detach") else a, dtype=np.float64)
-                             for a in args], "f64")
-
 
 def close(got: np.ndarray, want: Any) -> None:
     # torch's float64 kernels round the mean of a row near 1e4 by ~1e-12, 1e-10 of that row's 1e-2 spread,

@@ -17,23 +17,13 @@ from egraph_lower.evaluate import apply, evaluate
 from egraph_lower.rules import BY_NAME
 from egraph_lower.rules.check import check_rule
 from egraph_lower.versions import required_version
+from support import numeric_vjp
 
 MAX = {"kernel": [3, 2], "stride": [2, 1], "padding": [1, 1], "dilation": [1, 2], "ceil_mode": True}
 AVG = {"kernel": [3, 2], "stride": [2, 1], "padding": [1, 1], "ceil_mode": True, "count_include_pad": False,
        "divisor_override": None}
 SHAPE = (2, 3, 7, 8)
 POOL_RULES = [name for name in BY_NAME if "pool" in name]
-
-
-def _fd_gradient(f: Any, x: np.ndarray, dy: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    """d/dx of sum(f(x) * dy) by central differences, one element at a time."""
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = np.sum((f(x + e) - f(x - e)) * dy) / (2 * h)
-    return g
-
 
 @pytest.mark.parametrize("attrs", [AVG, {**AVG, "count_include_pad": True, "ceil_mode": False},
                                    {**AVG, "divisor_override": 5, "stride": [1, 2]}])
@@ -43,7 +33,7 @@ def test_avg_pool_backward_is_the_derivative(attrs: dict[str, Any]) -> None:
     y = apply("AvgPool2d", attrs, [x], "f64")
     dy = rng.standard_normal(y.shape)
     dx = apply("AvgPool2dBackward", {**attrs, "input_shape": list(SHAPE)}, [dy], "f64")
-    want = _fd_gradient(lambda v: apply("AvgPool2d", attrs, [v], "f64"), x, dy)
+    want = numeric_vjp(lambda v: apply("AvgPool2d", attrs, [v], "f64"), x, dy)
     np.testing.assert_allclose(dx, want, rtol=1e-7, atol=1e-8)
 
 
@@ -53,7 +43,7 @@ def test_adaptive_avg_pool_backward_is_the_derivative(out: list[int]) -> None:
     x = rng.standard_normal(SHAPE)
     dy = rng.standard_normal(SHAPE[:2] + tuple(out))
     dx = apply("AdaptiveAvgPool2dBackward", {"input_shape": list(SHAPE)}, [dy], "f64")
-    want = _fd_gradient(lambda v: apply("AdaptiveAvgPool2d", {"output_size": out}, [v], "f64"), x, dy)
+    want = numeric_vjp(lambda v: apply("AdaptiveAvgPool2d", {"output_size": out}, [v], "f64"), x, dy)
     np.testing.assert_allclose(dx, want, rtol=1e-7, atol=1e-8)
 
 
@@ -63,7 +53,7 @@ def test_max_pool_backward_is_the_derivative_away_from_ties() -> None:
     idx = apply("MaxPool2dIndices", MAX, [x], "i64")
     dy = rng.standard_normal(idx.shape)
     dx = apply("MaxPool2dBackward", {**MAX, "input_shape": list(SHAPE)}, [dy, idx], "f64")
-    want = _fd_gradient(lambda v: apply("MaxPool2d", MAX, [v], "f64"), x, dy, h=1e-7)
+    want = numeric_vjp(lambda v: apply("MaxPool2d", MAX, [v], "f64"), x, dy, h=1e-7)
     np.testing.assert_allclose(dx, want, rtol=1e-6, atol=1e-7)
 
 

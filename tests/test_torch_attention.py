@@ -20,8 +20,8 @@ from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 
 import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
-from egraph_lower.evaluate import apply  # noqa: E402
 from egraph_lower.opdefs import OPDEFS  # noqa: E402
+from support import f64  # noqa: E402
 from torch_models import PreNormBlock, ViT  # noqa: E402
 from torch_steps import train_like_eager  # noqa: E402
 
@@ -36,11 +36,6 @@ def _fresh_dynamo() -> Any:
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
-
-
-def f64(op: str, attrs: dict[str, object], *args: Any) -> np.ndarray:
-    return apply(op, attrs, [np.asarray(a.detach().numpy(), dtype=np.float64) for a in args], "f64")
-
 
 def close(got: np.ndarray, want: Any) -> None:
     np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-10, atol=1e-12)
