@@ -7,7 +7,6 @@ backend runs them, expanded elsewhere) and compared with the evaluator.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 

@@ -4,7 +4,6 @@ in float64, validation, the shape-derived e-graph field, and lowering on every b
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
