@@ -4,10 +4,9 @@ backend side by side, the chosen one marked, each with why it won or lost there
 
 from __future__ import annotations
 
-from html import escape
 from typing import TYPE_CHECKING, Any
 
-from ..text import printable
+from .markup import cost_text, esc
 
 if TYPE_CHECKING:
     from . import Exploration
@@ -15,23 +14,13 @@ if TYPE_CHECKING:
 MAX_CONVOLUTIONS = 40  # convolution nodes drawn; the rest are in the JSON report
 
 
-def _e(x: Any) -> str:
-    return escape(printable(str(x), keep_newlines=True), quote=True)
-
-
-def _num(c: float | None) -> str:
-    if c is None:
-        return "—"
-    return f"{c:,.2f}" if abs(c) < 1e6 else f"{c:,.3g}"
-
-
 def _cell(st: dict[str, Any]) -> str:
-    why = f"<span class='cell-why'>{_e(st['why'])}</span>"
+    why = f"<span class='cell-why'>{esc(st['why'])}</span>"
     if not st["legal"]:
-        return f"<td class='num illegal' title='{_e(st['why'])}'>not runnable{why}</td>"
+        return f"<td class='num illegal' title='{esc(st['why'])}'>not runnable{why}</td>"
     if st["chosen"]:  # (why: in the verdicts below the table)
-        return f"<td class='num chosen' title='{_e(st['why'])}'>✓ {_num(st['cost'])}</td>"
-    return f"<td class='num'>{_num(st['cost'])}{why}</td>"
+        return f"<td class='num chosen' title='{esc(st['why'])}'>✓ {cost_text(st['cost'])}</td>"
+    return f"<td class='num'>{cost_text(st['cost'])}{why}</td>"
 
 
 def _rules(expansion: dict[str, Any], backends: list[str]) -> str:
@@ -39,14 +28,14 @@ def _rules(expansion: dict[str, Any], backends: list[str]) -> str:
     if expansion["original"]:
         return "<span class='illegal'>the node as it is</span>"
     own = expansion["expansion"].split(" + ")
-    out = "".join(f"<span class='pill rule'>{_e(r)}</span>" for r in own)
+    out = "".join(f"<span class='pill rule'>{esc(r)}</span>" for r in own)
     extra: dict[str, list[str]] = {}
     for b in backends:
         for r in expansion["backends"][b]["rules"]:
             if r not in own:
                 extra.setdefault(r, []).append(b)
     for r, where in extra.items():
-        out += f"<div class='note'>on {_e(', '.join(where))} also <span class='pill rule'>{_e(r)}</span></div>"
+        out += f"<div class='note'>on {esc(', '.join(where))} also <span class='pill rule'>{esc(r)}</span></div>"
     return out
 
 
@@ -56,18 +45,18 @@ def _block(conv: dict[str, Any], main: str) -> str:
     title = f"node {conv['node']} · {conv['op']}"
     detail = (f"{list(conv['shape'])}, stride {a['stride']}, padding {a['padding']}, dilation {a['dilation']},"
               f" groups {a['groups']}")
-    head = "".join(f"<th class='num'>{_e(b)}{' ★' if b == main else ''}</th>" for b in backends)
+    head = "".join(f"<th class='num'>{esc(b)}{' ★' if b == main else ''}</th>" for b in backends)
     rows = "".join(
-        f"<tr><td><code>{_e(x['expansion'])}</code><div class='note'>top op {_e(x['op'])}</div></td>"
+        f"<tr><td><code>{esc(x['expansion'])}</code><div class='note'>top op {esc(x['op'])}</div></td>"
         f"<td>{_rules(x, backends)}</td>{''.join(_cell(x['backends'][b]) for b in backends)}</tr>"
         for x in conv["expansions"])
     verdicts = "".join(
-        f"<tr><td><b>{_e(b)}</b></td><td><code>{_e(st['chosen'] or '—')}</code></td>"
-        f"<td class='num'>{_num(st['cost'])}</td><td class='why'>{_e(st['why'].removeprefix('chosen: '))}</td></tr>"
+        f"<tr><td><b>{esc(b)}</b></td><td><code>{esc(st['chosen'] or '—')}</code></td>"
+        f"<td class='num'>{cost_text(st['cost'])}</td><td class='why'>{esc(st['why'].removeprefix('chosen: '))}</td></tr>"
         for b, st in conv["backends"].items())
-    name = f"<span class='tag orig'>{_e(conv['name'])}</span>" if conv["name"] else ""
-    return (f"<div class='panel choice conv'><div class='head'><h3>{_e(title)}</h3>{name}"
-            f"<span class='note'>{_e(detail)}</span></div>"
+    name = f"<span class='tag orig'>{esc(conv['name'])}</span>" if conv["name"] else ""
+    return (f"<div class='panel choice conv'><div class='head'><h3>{esc(title)}</h3>{name}"
+            f"<span class='note'>{esc(detail)}</span></div>"
             f"<table><tr><th>expansion</th><th>rules</th>{head}</tr>{rows}</table>"
             f"<table class='verdicts'><tr><th>backend</th><th>chosen</th><th class='num'>cost</th><th>why</th></tr>"
             f"{verdicts}</table></div>")

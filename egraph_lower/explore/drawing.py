@@ -5,21 +5,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from html import escape
 from typing import Any
 
 from ..backends import Backend
 from ..graph import Graph, Node
 from ..ops import BACKWARD_OPS
-from ..text import printable
+from .markup import esc
 
 MAX_DRAWN = 150  # nodes drawn per graph; larger graphs are summarised
 MAX_PER_LAYER = 24  # boxes per layer before "+k more"
 MAX_LAYERS = 30  # layers drawn of a summarised graph
-
-
-def _e(x: Any) -> str:
-    return escape(printable(str(x), keep_newlines=True), quote=True)
 
 
 def _nice_ticks(hi: float, n: int = 5) -> list[float]:
@@ -223,12 +218,12 @@ def graph_svg(graph: Graph, backend: Backend, max_nodes: int = MAX_DRAWN, uid: s
             fill, stroke = "#fdecea", "#d92d20"
         sw = "2.4" if n.id in outputs else "1.2"
         dash = ' stroke-dasharray="4 3"' if not runs else ""
-        parts.append(f'<g><title>{_e(_tip(n))}' + ("" if runs else f"\nnot run by {_e(backend.name)}")
+        parts.append(f'<g><title>{esc(_tip(n))}' + ("" if runs else f"\nnot run by {esc(backend.name)}")
                      + ("\nan output" if n.id in outputs else "") + "</title>"
                      f'<rect x="{cx - bw / 2:.1f}" y="{y}" width="{bw:.1f}" height="{bh}" rx="6" fill="{fill}"'
                      f' stroke="{stroke}" stroke-width="{sw}"{dash}/>'
                      f'<text x="{cx:.1f}" y="{y + 17}" font-size="11" text-anchor="middle" fill="#1f2633">'
-                     f'{_e(node_text(n))}</text></g>')
+                     f'{esc(node_text(n))}</text></g>')
     parts += extra
     parts.append("</svg>")
     return "".join(parts), len(pos), len(rows)

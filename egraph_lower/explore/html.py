@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from html import escape
 from typing import TYPE_CHECKING, Any
 
 from ..backends import Backend
 from ..extract import graph_cost
 from ..graph import Graph
 from ..ops import BACKWARD_OPS
-from ..text import printable
 from .alternatives import Alternative
 from .convolutions_html import convolutions_section
 from .drawing import MAX_DRAWN, MAX_PER_LAYER, graph_svg, growth_svg, layers, node_text
+from .markup import cost_text, esc
 from .style import CSS
 
 if TYPE_CHECKING:
@@ -31,16 +30,6 @@ if TYPE_CHECKING:
 
 MAX_CHOICES = 80  # nodes whose alternatives are listed
 MAX_ALTERNATIVES = 16  # alternatives listed per node
-
-
-def _e(x: Any) -> str:
-    return escape(printable(str(x), keep_newlines=True), quote=True)
-
-
-def _num(c: float | None) -> str:
-    if c is None:
-        return "—"
-    return f"{c:,.2f}" if abs(c) < 1e6 else f"{c:,.3g}"
 
 
 def _ms(seconds: float) -> str:
@@ -60,19 +49,19 @@ def _op_table(graph: Graph, backend: Backend) -> str:
         row[1] += 0 if backend.runs_node(n) else 1
     rows = sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0]))
     body = "".join(
-        f"<tr><td><code>{_e(k)}</code></td><td class='num'>{v[0]:,}</td>"
+        f"<tr><td><code>{esc(k)}</code></td><td class='num'>{v[0]:,}</td>"
         f"<td>{'<span class=ok>runs</span>' if not v[1] else f'<span class=no>{v[1]:,} not run</span>'}</td></tr>"
         for k, v in rows)
-    return f"<table class='ops'><tr><th>op</th><th class='num'>nodes</th><th>{_e(backend.name)}</th></tr>{body}</table>"
+    return f"<table class='ops'><tr><th>op</th><th class='num'>nodes</th><th>{esc(backend.name)}</th></tr>{body}</table>"
 
 
 def _graph_panel(title: str, graph: Graph, backend: Backend, uid: str) -> tuple[str, float]:
     """The panel and the width of its drawing."""
     cost = graph_cost(graph, backend)
     bad = sum(not backend.runs_node(n) for n in graph.nodes)
-    head = (f"<div class='head'><h3>{_e(title)}: {len(graph.nodes):,} nodes, cost {_num(cost)}"
-            + (f" <span class='tag err'>{bad} node{'s' if bad != 1 else ''} {_e(backend.name)} does not run</span>"
-               if bad else f" <span class='tag orig'>runs on {_e(backend.name)}</span>") + "</h3></div>")
+    head = (f"<div class='head'><h3>{esc(title)}: {len(graph.nodes):,} nodes, cost {cost_text(cost)}"
+            + (f" <span class='tag err'>{bad} node{'s' if bad != 1 else ''} {esc(backend.name)} does not run</span>"
+               if bad else f" <span class='tag orig'>runs on {esc(backend.name)}</span>") + "</h3></div>")
     svg, drawn, n_layers = graph_svg(graph, backend, uid=uid)
     total_layers = len(layers(graph))
     body = ""
@@ -89,7 +78,7 @@ def _graph_panel(title: str, graph: Graph, backend: Backend, uid: str) -> tuple[
 def _ops_pills(ops: dict[str, int]) -> str:
     if not ops:
         return "<span class='illegal'>none</span>"
-    return "".join(f"<span class='pill'>{_e(k)}{' ×' + str(v) if v > 1 else ''}</span>"
+    return "".join(f"<span class='pill'>{esc(k)}{' ×' + str(v) if v > 1 else ''}</span>"
                    for k, v in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
@@ -98,7 +87,7 @@ def _rules_pills(rules: Sequence[str], original: bool) -> str:
         return "<span class='illegal'>the node as it is</span>"
     if not rules:
         return "<span class='illegal'>—</span>"
-    return "".join(f"<span class='pill rule'>{_e(r)}</span>" for r in rules)
+    return "".join(f"<span class='pill rule'>{esc(r)}</span>" for r in rules)
 
 
 _NAME = re.compile(r"\bn(\d+)\b")
@@ -115,20 +104,20 @@ def _choice_block(ex: Exploration, node_id: int, names: Sequence[str]) -> str:
         title += " (wrt output)"
     tags = "<span class='tag bwd'>backward</span>" if node.op in BACKWARD_OPS else ""
     if node.name:
-        tags += f"<span class='tag orig'>{_e(node.name)}</span>"
-    head_cells = "".join(f"<th class='num'>{_e(b)}{' ★' if b == ex.backend.name else ''}</th>" for b in names)
+        tags += f"<span class='tag orig'>{esc(node.name)}</span>"
+    head_cells = "".join(f"<th class='num'>{esc(b)}{' ★' if b == ex.backend.name else ''}</th>" for b in names)
     rows = []
     for a in shown:
         cells = []
         for b in names:
             alt: Alternative | None = per[b].get(a.enode)
             if alt is None or not alt.legal:
-                cells.append(f"<td class='num illegal' title='not runnable on {_e(b)}'>not runnable</td>")
+                cells.append(f"<td class='num illegal' title='not runnable on {esc(b)}'>not runnable</td>")
             elif alt.chosen:
-                cells.append(f"<td class='num chosen' title='chosen on {_e(b)}'>✓ {_num(alt.cost)}</td>")
+                cells.append(f"<td class='num chosen' title='chosen on {esc(b)}'>✓ {cost_text(alt.cost)}</td>")
             else:
-                cells.append(f"<td class='num'>{_num(alt.cost)}</td>")
-        form = _e(a.expr)
+                cells.append(f"<td class='num'>{cost_text(alt.cost)}</td>")
+        form = esc(a.expr)
         orig = "<span class='tag orig'>as is</span>" if a.original else ""
         rows.append(f"<tr{' class=sel' if a.chosen else ''}><td><code>{form}</code>{orig}</td>"
                     f"<td>{_ops_pills(a.ops)}</td><td>{_rules_pills(a.rules, a.original)}</td>{''.join(cells)}</tr>")
@@ -138,11 +127,11 @@ def _choice_block(ex: Exploration, node_id: int, names: Sequence[str]) -> str:
     where = ""
     if ids:
         where = "<div class='where'>where " + "; ".join(
-            f"<code>n{i}</code> = {_e(node_text(ex.graph.by_id[i]))} {_e(list(ex.graph.by_id[i].shape))}" for i in ids[:12]
+            f"<code>n{i}</code> = {esc(node_text(ex.graph.by_id[i]))} {esc(list(ex.graph.by_id[i].shape))}" for i in ids[:12]
         ) + ("; …" if len(ids) > 12 else "") + "</div>"
-    return (f"<div class='panel choice'><div class='head'><h3>{_e(title)}</h3>{tags}"
+    return (f"<div class='panel choice'><div class='head'><h3>{esc(title)}</h3>{tags}"
             f"<span class='note'>{len(main.alternatives)} forms, {sum(a.legal for a in main.alternatives)}"
-            f" runnable on {_e(ex.backend.name)}</span></div>"
+            f" runnable on {esc(ex.backend.name)}</span></div>"
             f"<table><tr><th>form</th><th>ops it adds</th><th>rules</th>{head_cells}</tr>{''.join(rows)}</table>"
             f"{note}{where}</div>")
 
@@ -154,9 +143,9 @@ def _cards(ex: Exploration, r: dict[str, Any]) -> str:
     stop = r["stop_reason"]
     stop_tag = "" if stop == "saturated" else " <span class='tag warn'>not saturated</span>"
     cards = [
-        ("before", f"{r['before']['nodes']:,} nodes", f"cost {_num(r['before']['cost'])}"
+        ("before", f"{r['before']['nodes']:,} nodes", f"cost {cost_text(r['before']['cost'])}"
          + ("" if r["before"]["cost"] is not None else f" (not runnable on {r['backend']})")),
-        ("after", f"{r['after']['nodes']:,} nodes", f"cost {_num(r['after']['cost'])}"),
+        ("after", f"{r['after']['nodes']:,} nodes", f"cost {cost_text(r['after']['cost'])}"),
         ("e-graph", f"{last.enodes:,} e-nodes" if last else "—", f"{last.eclasses:,} e-classes" if last else ""),
         ("saturation", f"{len(sat.iterations)} iterations", f"stop: {stop}{stop_tag}"),
         ("rules", f"{sum(1 for x in r['rules'] if x['matches'])} of {len(r['rules'])} matched",
@@ -164,7 +153,7 @@ def _cards(ex: Exploration, r: dict[str, Any]) -> str:
         ("time", _secs(ex.seconds.get("total", 0.0)), f"saturate {_secs(ex.seconds.get('saturate', 0.0))}"),
     ]
     return "<div class='cards'>" + "".join(
-        f"<div class='card'><div class='k'>{_e(k)}</div><div class='v'>{v}</div><div class='d'>{d}</div></div>"
+        f"<div class='card'><div class='k'>{esc(k)}</div><div class='v'>{v}</div><div class='d'>{d}</div></div>"
         for k, v, d in cards) + "</div>"
 
 
@@ -176,7 +165,7 @@ def _rules_table(rules: list[dict[str, Any]]) -> str:
 
     def row(x: dict[str, Any]) -> str:
         w = 100 * x["matches"] / top if top else 0
-        return (f"<tr><td><code>{_e(x['name'])}</code></td><td>{_e(x['identity'])}</td>"
+        return (f"<tr><td><code>{esc(x['name'])}</code></td><td>{esc(x['identity'])}</td>"
                 f"<td class='num'>{x['matches']:,}</td><td style='width:120px'><div class='bar' style='width:{w:.0f}%'>"
                 f"</div></td>" + (f"<td class='num'>{_ms(x['seconds'])}</td>" if timed else "") + "</tr>")
 
@@ -203,15 +192,15 @@ def _compare_table(ex: Exploration) -> str:
         lo = ex.lowered[b]
         mark = " <span class='tag orig'>explored</span>" if b == ex.backend.name else ""
         if st["nodes"] is None:
-            rows.append(f"<tr><td><b>{_e(b)}</b>{mark}</td><td colspan='4' class='no'>no runnable graph:"
-                        f" {_e(st['error'])}</td></tr>")
+            rows.append(f"<tr><td><b>{esc(b)}</b>{mark}</td><td colspan='4' class='no'>no runnable graph:"
+                        f" {esc(st['error'])}</td></tr>")
             continue
         assert lo.graph is not None
         counts = lo.graph.op_counts()
-        ops = "".join(f"<span class='pill'>{_e(k)} {v}</span>"
+        ops = "".join(f"<span class='pill'>{esc(k)} {v}</span>"
                       for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        rows.append(f"<tr><td><b>{_e(b)}</b>{mark}<div class='note'>{_e(lo.backend.description)}</div></td>"
-                    f"<td class='num'>{st['nodes']:,}</td><td class='num'>{_num(st['cost'])}</td>"
+        rows.append(f"<tr><td><b>{esc(b)}</b>{mark}<div class='note'>{esc(lo.backend.description)}</div></td>"
+                    f"<td class='num'>{st['nodes']:,}</td><td class='num'>{cost_text(st['cost'])}</td>"
                     f"<td style='width:160px'><div class='bar' style='width:{100 * st['cost'] / top:.0f}%'></div></td>"
                     f"<td>{ops}</td></tr>")
     head = "<tr><th>backend</th><th class='num'>nodes</th><th class='num'>cost</th><th></th><th>ops</th></tr>"
@@ -248,13 +237,13 @@ def render(ex: Exploration) -> str:
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{_e(name)} on {_e(r['backend'])}: rewrite exploration</title>
+<title>{esc(name)} on {esc(r['backend'])}: rewrite exploration</title>
 <style>{CSS}</style></head>
 <body><main>
-<h1>{_e(name)} → {_e(r['backend'])}</h1>
+<h1>{esc(name)} → {esc(r['backend'])}</h1>
 <p class="sub">How equality saturation lowered this graph: the e-graph's growth, the rules, what each node
 could have become and what extraction chose. Costs are the backend's cost model
-(backends compared: {_e(', '.join(names))}).</p>
+(backends compared: {esc(', '.join(names))}).</p>
 {_cards(ex, r)}
 <h2 id="growth">E-graph growth</h2>
 <div class="panel growth"><div class="plot">{growth_svg(iters)}</div>
