@@ -18,14 +18,9 @@ import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.ops import BACKWARD_OPS  # noqa: E402
 from torch_steps import mse_step, train_like_eager  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # each test compiles anew
+
 LR = 0.05  # these models train with a smaller step
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo() -> Any:
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 
 def _cnn(seed: int = 0) -> nn.Module:

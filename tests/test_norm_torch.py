@@ -20,17 +20,13 @@ import egraph_lower.torch as elt  # noqa: E402
 from support import f64  # noqa: E402
 from torch_steps import mse_step, train_like_eager  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # each test compiles anew
+
 LR = 0.05  # these models train with a smaller step
 
 A = torch.ops.aten
 EPS = 1e-5
 
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo() -> Any:
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 def close(got: np.ndarray, want: Any) -> None:
     # torch's float64 kernels round the mean of a row near 1e4 by ~1e-12, 1e-10 of that row's 1e-2 spread,
@@ -178,8 +174,6 @@ MODELS: dict[str, Callable[[], tuple[nn.Module, tuple[int, ...]]]] = {
                             (4, 3, 4, 4)),
     "llama-block": lambda: (nn.Sequential(_Block(), nn.Flatten(), nn.Linear(32, 4)), (2, 4, 8)),
 }
-
-
 
 
 @pytest.mark.parametrize("target", ["metal", "wgpu"])

@@ -22,6 +22,8 @@ from egraph_lower.build import GraphBuilder  # noqa: E402
 from egraph_lower.ops import ACTIVATION_KINDS, BACKWARD_OPS, OUTPUT_FORM_KINDS  # noqa: E402
 from torch_steps import mse_step, train  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # each test compiles anew
+
 A = torch.ops.aten
 TARGETS = ("metal", "wgpu", "cpu")
 ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
@@ -39,13 +41,6 @@ ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dynamo() -> Any:
-    torch._dynamo.reset()  # each test compiles anew (and never hits dynamo's recompile limit)
-    yield
-    torch._dynamo.reset()
-
-
 def _model(act: nn.Module, seed: int = 0) -> nn.Module:
     torch.manual_seed(seed)
     bn = nn.BatchNorm1d(16)
@@ -57,8 +52,6 @@ def _model(act: nn.Module, seed: int = 0) -> nn.Module:
     model = nn.Sequential(nn.Linear(6, 16), bn, act, nn.Linear(16, 4))
     model.eval()  # batch norm in inference mode; the rest trains as usual
     return model
-
-
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -20,6 +20,8 @@ from egraph_lower.evaluate import activation, activation_grad, activation_grad_f
 from egraph_lower.ops import BACKWARD_OPS  # noqa: E402
 from torch_steps import train_like_eager  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # each test compiles anew
+
 A = torch.ops.aten
 SELU = {"alpha": 1.6732632423543772, "scale": 1.0507009873554805}
 
@@ -177,20 +179,12 @@ TRAINED: dict[str, Callable[[], nn.Module]] = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dynamo() -> Any:
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
 def _step(model: nn.Module) -> Callable[..., Any]:
     def step(x: Any, y: Any) -> Any:
         loss = ((model(x) - y) ** 2).mean()
         loss.backward()
         return loss
     return step
-
 
 
 @pytest.mark.parametrize("target", ["metal", "wgpu"])

@@ -25,17 +25,13 @@ from support import f64  # noqa: E402
 from torch_models import PreNormBlock, ViT  # noqa: E402
 from torch_steps import train_like_eager  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # each test compiles anew
+
 A = torch.ops.aten
 FLASH, FLASH_BWD = A._scaled_dot_product_flash_attention_for_cpu, A._scaled_dot_product_flash_attention_for_cpu_backward
 ATTENTION_OPS = {"Attention", "AttentionLogSumExp", "AttentionBackwardQuery", "AttentionBackwardKey",
                  "AttentionBackwardValue"}
 
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo() -> Any:
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 def close(got: np.ndarray, want: Any) -> None:
     np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-10, atol=1e-12)

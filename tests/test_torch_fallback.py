@@ -26,12 +26,7 @@ from egraph_lower.build import GraphBuilder  # noqa: E402
 from egraph_lower.torch import cache  # noqa: E402
 from egraph_lower.torch.guard import Guarded  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo() -> Any:
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # each test compiles anew
 
 
 def _grads(model: nn.Module) -> list[Any]:

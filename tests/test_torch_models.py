@@ -22,18 +22,13 @@ from egraph_lower.ops import BACKWARD_OPS  # noqa: E402
 from torch_models import CASES, Case, Gpt2Block, hf_cases, recorded_graphs, step_of  # noqa: E402
 from torch_steps import train  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # each test compiles anew
+
 GPT2_GRAPH = Path(__file__).parent / "data" / "gpt2_block_backward.json"
 REGENERATE = ("the import changed: regenerate the example with `cd tests && python -c \"import dataclasses; "
               "from torch_models import CASES, recorded_graphs; g = recorded_graphs(CASES['gpt2'])['backward0']; "
               "open('data/gpt2_block_backward.json', 'w').write(dataclasses.replace(g, name='gpt2_block_backward')"
               ".to_json())\"`")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo() -> Any:
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 
 def backward_ops_left(be: Any) -> dict[str, int]:

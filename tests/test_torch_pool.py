@@ -20,6 +20,8 @@ from egraph_lower.evaluate import apply  # noqa: E402
 from egraph_lower.torch import kernels  # noqa: E402
 from torch_steps import mse_step, train_like_eager  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # each test compiles anew
+
 LR = 0.05  # these models train with a smaller step
 
 A = torch.ops.aten
@@ -41,13 +43,6 @@ AVG_CASES = [
     ([3, 2], [1, 2], [1, 1], False, False, 4),
     ([2, 3], [3, 2], [1, 1], True, True, None),
 ]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo() -> Any:
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 
 def _input(ties: bool) -> torch.Tensor:
@@ -202,8 +197,6 @@ class _PoolNet(nn.Module):
         h = h + self.pool3(self.mix3(h)).mean()  # a residual-style join
         h = self.pool3(torch.relu(h))
         return self.head(h.flatten(1))
-
-
 
 
 @pytest.mark.parametrize("target", ["metal", "wgpu"])

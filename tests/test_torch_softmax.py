@@ -17,17 +17,12 @@ import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.evaluate import apply  # noqa: E402
 from torch_steps import train_like_eager  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # each test compiles anew
 from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 
 A = torch.ops.aten
 SOFTMAX_OPS = {"Softmax", "LogSoftmax", "SoftmaxBackward", "LogSoftmaxBackward", "MseLoss", "MseLossBackward"}
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo() -> Any:
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 
 def _rows() -> Any:
@@ -106,7 +101,6 @@ def test_half_to_float_backward_computes_in_f32_then_casts() -> None:
     for w, got in zip(want, elt.export_graph(imported.graph, imported.signature)(y, g)):
         assert got.dtype == torch.float16
         torch.testing.assert_close(got, w, rtol=0, atol=0)
-
 
 
 def _softmax_mse(model: nn.Module) -> Callable[..., Any]:
