@@ -18,7 +18,7 @@ import egraph_lower as el  # noqa: E402
 import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.evaluate import activation, activation_grad, activation_grad_from_output  # noqa: E402
 from egraph_lower.ops import BACKWARD_OPS  # noqa: E402
-from torch_steps import train_like_eager  # noqa: E402
+from torch_steps import mse_step, train_like_eager  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # each test compiles anew
 
@@ -179,14 +179,6 @@ TRAINED: dict[str, Callable[[], nn.Module]] = {
 }
 
 
-def _step(model: nn.Module) -> Callable[..., Any]:
-    def step(x: Any, y: Any) -> Any:
-        loss = ((model(x) - y) ** 2).mean()
-        loss.backward()
-        return loss
-    return step
-
-
 @pytest.mark.parametrize("target", ["metal", "wgpu"])
 @pytest.mark.parametrize("act", list(TRAINED))
 def test_training_step_matches_eager(act: str, target: str) -> None:
@@ -195,7 +187,7 @@ def test_training_step_matches_eager(act: str, target: str) -> None:
     eager = nn.Sequential(nn.Linear(6, 16), TRAINED[act](), nn.Linear(width, 4))
     torch.manual_seed(1)
     x, y = torch.randn(8, 6) * 3.0, torch.randn(8, 4)
-    be, record, _ = train_like_eager(eager, _step, x, y, target)
+    be, record, _ = train_like_eager(eager, mse_step, x, y, target)
     assert all(g.status in ("lowered", "nothing to lower") for g in be.graphs), be.summary()
     backend = el.load_backend(target)
     for graph in record:

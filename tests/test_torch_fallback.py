@@ -25,6 +25,7 @@ import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.build import GraphBuilder  # noqa: E402
 from egraph_lower.torch import cache  # noqa: E402
 from egraph_lower.torch.guard import Guarded  # noqa: E402
+from torch_steps import mse_step  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # each test compiles anew
 
@@ -147,15 +148,6 @@ def _mlp() -> nn.Module:
     return nn.Sequential(nn.Linear(5, 8), nn.Sigmoid(), nn.Linear(8, 3))
 
 
-def _step(model: nn.Module) -> Callable[..., Any]:
-    def step(x: Any, y: Any) -> Any:
-        loss = ((model(x) - y) ** 2).mean()
-        loss.backward()
-        return loss
-
-    return step
-
-
 def test_a_failed_lowering_runs_the_graph_as_pytorch_gave_it(tmp_path: Path) -> None:
     target = _no_matmul(tmp_path)
     eager, compiled = _mlp(), _mlp()
@@ -163,8 +155,8 @@ def test_a_failed_lowering_runs_the_graph_as_pytorch_gave_it(tmp_path: Path) -> 
     be = elt.backend(target)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got = torch.compile(_step(compiled), backend=be, dynamic=False)(x, y)
-    want = _step(eager)(x, y)
+        got = torch.compile(mse_step(compiled), backend=be, dynamic=False)(x, y)
+    want = mse_step(eager)(x, y)
     _assert_same(got, want)
     _assert_same(_grads(compiled), _grads(eager))
     failures = _failures(caught)
@@ -177,7 +169,7 @@ def test_a_failed_lowering_runs_the_graph_as_pytorch_gave_it(tmp_path: Path) -> 
 def test_strict_raises_on_a_failed_lowering(tmp_path: Path) -> None:
     be = elt.backend(_no_matmul(tmp_path), strict=True)
     with pytest.raises(Exception, match="MatMul|matmul|no form|not run"):
-        torch.compile(_step(_mlp()), backend=be, dynamic=False)(torch.randn(6, 5), torch.randn(6, 3))
+        torch.compile(mse_step(_mlp()), backend=be, dynamic=False)(torch.randn(6, 5), torch.randn(6, 3))
 
 
 def test_a_lowered_module_that_fails_to_run_falls_back_for_good() -> None:
@@ -202,12 +194,12 @@ def test_a_lowered_module_that_fails_to_run_falls_back_for_good() -> None:
 def test_dynamic_shapes_run_unlowered_with_their_reason() -> None:
     eager, compiled = _mlp(), _mlp()
     be = elt.backend("metal")
-    step = torch.compile(_step(compiled), backend=be, dynamic=True)
+    step = torch.compile(mse_step(compiled), backend=be, dynamic=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for n in (6, 9):
             x, y = torch.randn(n, 5), torch.randn(n, 3)
-            _assert_same(step(x, y), _step(eager)(x, y))
+            _assert_same(step(x, y), mse_step(eager)(x, y))
             _assert_same(_grads(compiled), _grads(eager))
     assert any("symbolic" in m for m in _failures(caught))
     assert be.graphs and all(g.status == "not lowered" for g in be.graphs)
@@ -217,14 +209,14 @@ def test_dynamic_shapes_run_unlowered_with_their_reason() -> None:
 def test_automatic_dynamic_shapes_after_a_recompile_never_fail_a_step() -> None:
     eager, compiled = _mlp(), _mlp()
     be = elt.backend("metal")
-    step = torch.compile(_step(compiled), backend=be)  # dynamo's default: static first, then dynamic
+    step = torch.compile(mse_step(compiled), backend=be)  # dynamo's default: static first, then dynamic
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for n in (6, 9, 4):
             eager.zero_grad()
             compiled.zero_grad()
             x, y = torch.randn(n, 5), torch.randn(n, 3)
-            _assert_same(step(x, y), _step(eager)(x, y))
+            _assert_same(step(x, y), mse_step(eager)(x, y))
             _assert_same(_grads(compiled), _grads(eager))
     statuses = [g.status for g in be.graphs]
     assert "lowered" in statuses and "not lowered" in statuses, be.summary()
@@ -233,7 +225,7 @@ def test_automatic_dynamic_shapes_after_a_recompile_never_fail_a_step() -> None:
 def test_strict_refuses_symbolic_shapes() -> None:
     be = elt.backend("metal", strict=True)
     with pytest.raises(Exception, match="symbolic"):
-        torch.compile(_step(_mlp()), backend=be, dynamic=True)(torch.randn(6, 5), torch.randn(6, 3))
+        torch.compile(mse_step(_mlp()), backend=be, dynamic=True)(torch.randn(6, 5), torch.randn(6, 3))
 
 
 # --------------------------------------------------------------------------- item 3: lowered once, whole
@@ -247,7 +239,7 @@ def test_a_recompiled_graph_comes_from_the_cache() -> None:
         torch._dynamo.reset()
         record: list[el.Graph] = []
         be = elt.backend("wgpu", record=record, strict=True)
-        torch.compile(_step(model), backend=be, dynamic=False)(x, y)
+        torch.compile(mse_step(model), backend=be, dynamic=False)(x, y)
         records.append(record)
         backends.append(be)
     assert sum(g.cached for g in backends[1].graphs) == len(records[1]) > 0
@@ -304,10 +296,10 @@ def test_pieces_between_unmapped_ops_are_lowered_as_one_graph() -> None:
 def test_a_target_that_lowers_nothing_runs_the_graphs_as_pytorch_gave_them() -> None:
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.GELU(), nn.Linear(8, 2))
     be = elt.backend("cpu", strict=True)
-    torch.compile(_step(model), backend=be, dynamic=False)(torch.randn(3, 4), torch.randn(3, 2))
+    torch.compile(mse_step(model), backend=be, dynamic=False)(torch.randn(3, 4), torch.randn(3, 2))
     assert [g.status for g in be.graphs] == ["lowered", "lowered"]
     assert all(g.lowered == 1 and g.replaced == 0 for g in be.graphs), be.summary()
     metal = elt.backend("metal", strict=True)
     torch._dynamo.reset()
-    torch.compile(_step(model), backend=metal, dynamic=False)(torch.randn(3, 4), torch.randn(3, 2))
+    torch.compile(mse_step(model), backend=metal, dynamic=False)(torch.randn(3, 4), torch.randn(3, 2))
     assert any(g.replaced for g in metal.graphs), metal.summary()
