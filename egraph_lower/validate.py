@@ -21,7 +21,7 @@ from . import ops
 from .dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES
 from .errors import GraphError
 from .graph import FORMAT, Graph, Node
-from .versions import VERSIONS, first_newer, what_is_newer
+from .versions import VERSIONS, first_newer
 from .opdefs import OPDEFS
 from .opdefs.base import Meta
 from .opdefs.meta import MAX_ELEMENTS, broadcast_shapes, check_shape
@@ -139,12 +139,13 @@ def check_document(doc: Any) -> Graph:
 
 
 def check_version(nodes: list[Node], version: int) -> None:
-    """A document's nodes against the version it declares (versions.py): a version-1 document
-    holds only what version 1 has."""
-    n = first_newer(nodes, version)
-    if n is not None:
-        raise GraphError(f"{what_is_newer(n.op, n.attrs)} is new in version 2, but the document says version "
-                         f"{version} (write \"version\": 2)", node=n.id, op=n.op)
+    """A document's nodes against the version it declares (versions.py): a document of a
+    released version holds only what that version has."""
+    found = first_newer(nodes, version)
+    if found is not None:
+        n, what, needs = found
+        raise GraphError(f"{what} is new in version {needs}, but the document says version {version} "
+                         f"(write \"version\": {needs})", node=n.id, op=n.op)
 
 
 class Seen:
@@ -177,7 +178,7 @@ def check_top(doc: Any) -> None:
     if doc["format"] != FORMAT:
         raise GraphError(f"format is {_r(doc['format'])}, expected {FORMAT!r}")
     if not _is_int(doc["version"]) or doc["version"] not in VERSIONS:
-        known = " and ".join(str(v) for v in VERSIONS)
+        known = ", ".join(str(v) for v in VERSIONS)
         raise GraphError(f"version is {_r(doc['version'])}; this reader knows versions {known}")
     if "name" in doc and not isinstance(doc["name"], str):
         raise GraphError(f"the graph's name must be a string, got {_r(doc['name'])}")

@@ -1,35 +1,104 @@
 """Versions of the graph format: which version a graph needs.
 
-Version 1 is frozen: its ops, their attributes and the activation kinds are listed
-here once and never change. Everything else the op declarations (`opdefs/`) hold
-came with version 2. A document says its version; a reader refuses a version-1
-document that uses something newer, and a writer writes the lowest version that
-covers what the graph uses, so a graph of version-1 ops stays a version-1 document.
+Every released version is frozen: its ops, the attributes each takes, the values
+its enumerated attributes take (activation kinds, `Binary`/`Compare`/`Reduce` ops)
+and its dtypes are listed here once and never change. The newest version
+(`LATEST`) is whatever the op declarations (`opdefs/`) hold beyond the last frozen
+one. A document says its version; a reader refuses a document that uses something
+newer than it says, and a writer writes the lowest version that covers what the
+graph uses, so a graph of version-1 ops stays a version-1 document and a graph of
+version-2 ops a version-2 one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-VERSIONS: tuple[int, ...] = (1, 2)
-LATEST = VERSIONS[-1]
+
+def _table(rows: Mapping[str, str]) -> dict[str, frozenset[str]]:
+    return {op: frozenset(attrs.split()) for op, attrs in rows.items()}
+
+
+_BINARY = "Add Sub Mul Div Max Min Pow"
+_COMPARE = "Eq Ne Lt Le Gt Ge"
+_REDUCE = "Sum Mean Max Min"
+_V1_KINDS = ("Gelu GeluApprox Silu Relu Sigmoid Tanh Exp Log Sqrt Rsqrt Neg Abs Sin Cos Tan Atan Recip Round "
+             "Floor Ceil Sign Softplus Elu Erf HardSwish HardSigmoid Mish Softsign LogSigmoid")
+_DTYPES = "f32 f16 bf16 f64 i32 i64 bool"
 
 # Version 1's ops and the attributes each takes.
-V1_OPS: dict[str, frozenset[str]] = {
-    op: frozenset(attrs.split())
-    for op, attrs in {
-        "Input": "name", "Param": "name", "Constant": "value", "Activation": "kind", "Binary": "op",
-        "Compare": "op", "Where": "", "Cast": "to", "Expand": "shape", "Reshape": "shape", "Transpose": "perm",
-        "Reduce": "op axes keep_dim", "MatMul": "", "BatchNormInference": "eps", "ReluBackward": "",
-        "ActivationBackward": "kind wrt", "BatchNormInferenceBackwardInput": "eps",
-        "BatchNormInferenceBackwardGamma": "eps", "BatchNormInferenceBackwardBeta": "",
-    }.items()
-}
-V1_KINDS: frozenset[str] = frozenset(
-    "Gelu GeluApprox Silu Relu Sigmoid Tanh Exp Log Sqrt Rsqrt Neg Abs Sin Cos Tan Atan Recip Round Floor Ceil "
-    "Sign Softplus Elu Erf HardSwish HardSigmoid Mish Softsign LogSigmoid".split()
+V1_OPS: dict[str, frozenset[str]] = _table({
+    "Input": "name", "Param": "name", "Constant": "value", "Activation": "kind", "Binary": "op",
+    "Compare": "op", "Where": "", "Cast": "to", "Expand": "shape", "Reshape": "shape", "Transpose": "perm",
+    "Reduce": "op axes keep_dim", "MatMul": "", "BatchNormInference": "eps", "ReluBackward": "",
+    "ActivationBackward": "kind wrt", "BatchNormInferenceBackwardInput": "eps",
+    "BatchNormInferenceBackwardGamma": "eps", "BatchNormInferenceBackwardBeta": "",
+})
+V1_KINDS: frozenset[str] = frozenset(_V1_KINDS.split())
+
+# Version 2: what real training graphs of the first models needed (docs/format.md, "Ops of version 2").
+V2_OPS: dict[str, frozenset[str]] = _table({
+    "Input": "name", "Param": "name", "Constant": "value",
+    "Activation": "kind beta threshold alpha scale input_scale min max", "Binary": "op", "Compare": "op",
+    "Where": "", "Cast": "to", "Expand": "shape", "Reshape": "shape", "Transpose": "perm",
+    "Reduce": "op axes keep_dim", "MatMul": "", "BatchNormInference": "eps axis", "ReluBackward": "",
+    "ActivationBackward": "kind wrt beta threshold alpha scale input_scale min max",
+    "BatchNormInferenceBackwardInput": "eps axis", "BatchNormInferenceBackwardGamma": "eps axis",
+    "BatchNormInferenceBackwardBeta": "axis", "Softmax": "axis", "SoftmaxBackward": "axis",
+    "LogSoftmax": "axis", "LogSoftmaxBackward": "axis", "MseLoss": "reduction", "MseLossBackward": "reduction",
+    "Dropout": "scale", "DropoutBackward": "scale", "Iota": "axis dtype", "Gather": "axis",
+    "ScatterAdd": "axis", "Take": "axis", "Embedding": "", "EmbeddingBackward": "num_weights padding_idx",
+    "NllLoss": "reduction ignore_index", "NllLossTotalWeight": "ignore_index",
+    "NllLossBackward": "reduction ignore_index", "InvStd": "axes eps keep_dim", "InvRms": "axes eps keep_dim",
+    "LayerNorm": "axis eps", "LayerNormBackwardInput": "axis", "LayerNormBackwardWeight": "axis",
+    "LayerNormBackwardBias": "axis", "RmsNorm": "axis eps", "RmsNormBackwardInput": "axis",
+    "RmsNormBackwardWeight": "axis", "BatchNormTraining": "axis eps", "BatchNormTrainingBackwardInput": "axis",
+    "BatchNormTrainingBackwardGamma": "axis", "BatchNormTrainingBackwardBeta": "axis",
+    "Slice": "axis start end step", "Pad": "axis before after", "Concat": "axis",
+    "SliceBackward": "axis start end step size", "MaxPool2d": "kernel stride padding dilation ceil_mode",
+    "MaxPool2dIndices": "kernel stride padding dilation ceil_mode",
+    "AvgPool2d": "kernel stride padding ceil_mode count_include_pad divisor_override",
+    "AdaptiveAvgPool2d": "output_size", "MaxPool2dOneHot": "part input_shape",
+    "PoolWeights": "axis kernel stride padding ceil_mode count_include_pad divisor_override input_shape",
+    "AdaptivePoolWeights": "axis input_shape",
+    "MaxPool2dBackward": "kernel stride padding dilation ceil_mode input_shape",
+    "AvgPool2dBackward": "kernel stride padding ceil_mode count_include_pad divisor_override input_shape",
+    "AdaptiveAvgPool2dBackward": "input_shape", "Conv2d": "stride padding dilation groups",
+    "ConvTranspose2d": "stride padding dilation groups output_shape",
+    "Im2Col": "kernel stride padding dilation groups", "Conv2dFlipWeight": "groups",
+    "Conv2dDilatePad": "stride padding dilation input_shape", "Conv2dColumns": "stride padding dilation groups",
+    "Conv2dWeightMatrix": "groups", "Conv2dMergeGroups": "",
+    "Conv2dBackwardInput": "stride padding dilation groups input_shape",
+    "Conv2dBackwardWeight": "stride padding dilation groups weight_shape", "Attention": "scale causal",
+    "AttentionLogSumExp": "scale causal", "AttentionBackwardQuery": "scale causal",
+    "AttentionBackwardKey": "scale causal", "AttentionBackwardValue": "scale causal", "SafeSoftmax": "axis",
+})
+V2_KINDS: frozenset[str] = V1_KINDS | {"LeakyRelu", "Hardtanh"}
+
+
+@dataclass(frozen=True)
+class Frozen:
+    """What one released version holds."""
+
+    number: int
+    ops: Mapping[str, frozenset[str]]  # op -> the attributes it takes
+    values: Mapping[str, frozenset[str]]  # "kind", "Binary", "Compare", "Reduce" -> the values they take
+    dtypes: frozenset[str]
+
+
+def _values(kinds: frozenset[str]) -> dict[str, frozenset[str]]:
+    return {"kind": kinds, "Binary": frozenset(_BINARY.split()), "Compare": frozenset(_COMPARE.split()),
+            "Reduce": frozenset(_REDUCE.split())}
+
+
+FROZEN: tuple[Frozen, ...] = (
+    Frozen(1, V1_OPS, _values(V1_KINDS), frozenset(_DTYPES.split())),
+    Frozen(2, V2_OPS, _values(V2_KINDS), frozenset(_DTYPES.split())),
 )
+LATEST = FROZEN[-1].number + 1
+VERSIONS: tuple[int, ...] = tuple(f.number for f in FROZEN) + (LATEST,)
 
 
 class _Node(Protocol):
@@ -39,41 +108,70 @@ class _Node(Protocol):
     def op(self) -> str: ...
     @property
     def attrs(self) -> Mapping[str, Any]: ...
+    @property
+    def dtype(self) -> str: ...
+
+
+def _value_key(op: str, key: str) -> str | None:
+    """Which enumerated value set attribute `key` of `op` draws from (None: not an enumerated one)."""
+    if key == "kind" and op in ("Activation", "ActivationBackward"):
+        return "kind"
+    if key == "op" and op in ("Binary", "Compare", "Reduce"):
+        return op
+    return None
+
+
+def newer_than(frozen: Frozen, op: str, attrs: Mapping[str, Any], dtype: str) -> str | None:
+    """What of a node `frozen` cannot hold, in words (None: it holds all of it)."""
+    takes = frozen.ops.get(op)
+    if takes is None:
+        return f"op {op}"
+    for key, value in attrs.items():
+        if key not in takes:
+            return f"attribute {key!r} of {op}"
+        which = _value_key(op, key)
+        if which is not None and value not in frozen.values[which]:
+            return f"{'activation kind' if which == 'kind' else f'{op} op'} {value!r}"
+    if dtype not in frozen.dtypes:
+        return f"dtype {dtype}"
+    return None
 
 
 def newer_than_v1(op: str, attrs: Mapping[str, Any]) -> bool:
-    """Whether a node of `op` with `attrs` needs version 2: a newer op, attribute or kind."""
-    takes = V1_OPS.get(op)
-    if takes is None:
-        return True
-    for key in attrs:
-        if key not in takes:
-            return True
-    kind = attrs.get("kind") if "kind" in takes else None
-    return kind is not None and kind not in V1_KINDS
+    """Whether a node of `op` with `attrs` needs a version after 1: a newer op, attribute or kind."""
+    return newer_than(FROZEN[0], op, attrs, "f32") is not None
 
 
-def what_is_newer(op: str, attrs: Mapping[str, Any]) -> str:
-    """What of a node needs version 2, in words (for a node `newer_than_v1` holds for)."""
-    takes = V1_OPS.get(op)
-    if takes is None:
-        return f"op {op}"
-    extra = [key for key in attrs if key not in takes]
-    if extra:
-        return f"attribute {extra[0]!r} of {op}"
-    return f"activation kind {attrs.get('kind')!r}"
+def needed(op: str, attrs: Mapping[str, Any], dtype: str) -> int:
+    """The lowest version that holds a node of `op` with `attrs` and `dtype`."""
+    return next((f.number for f in FROZEN if newer_than(f, op, attrs, dtype) is None), LATEST)
 
 
-def first_newer(nodes: Iterable[_Node], version: int) -> _Node | None:
-    """The first node that a document of `version` cannot hold, or None."""
-    if version >= LATEST:
-        return None
+def first_newer(nodes: Iterable[_Node], version: int) -> tuple[_Node, str, int] | None:
+    """The first node that a document of `version` cannot hold, with what of it is newer and the
+    version that brought it; None when every node fits."""
+    frozen = next((f for f in FROZEN if f.number == version), None)
+    if frozen is None:
+        return None  # the latest version holds everything declared
     for n in nodes:
-        if newer_than_v1(n.op, n.attrs):
-            return n
+        what = newer_than(frozen, n.op, n.attrs, n.dtype)
+        if what is not None:
+            return n, what, needed(n.op, n.attrs, n.dtype)
     return None
 
 
 def required_version(nodes: Iterable[_Node]) -> int:
     """The lowest version that covers every node."""
-    return 1 if first_newer(nodes, 1) is None else LATEST
+    seen: dict[tuple[str, str, tuple[tuple[str, Any], ...]], int] = {}
+    version = 1
+    for n in nodes:
+        key = (n.op, n.dtype, tuple((k, v) for k, v in n.attrs.items() if _value_key(n.op, k) is not None)
+               + tuple((k, None) for k in n.attrs if _value_key(n.op, k) is None))
+        v = seen.get(key)
+        if v is None:
+            v = seen[key] = needed(n.op, n.attrs, n.dtype)
+        if v > version:
+            version = v
+            if version == LATEST:
+                break
+    return version

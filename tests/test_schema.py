@@ -100,8 +100,8 @@ def broken(change: str) -> dict[str, Any]:
         node["inputs"] = node["inputs"] * 2
     elif change == "unknown dtype":
         node["dtype"] = "f8"
-    elif change == "version 3":
-        doc["version"] = 3
+    elif change == "version 4":
+        doc["version"] = 4
     elif change == "wrong format":
         doc["format"] = "egraph-lower/graf"
     elif change == "unknown node key":
@@ -118,7 +118,7 @@ def broken(change: str) -> dict[str, Any]:
 
 
 CHANGES = ["unknown op", "unknown attribute", "missing attribute", "attributes of an op that takes none",
-           "wrong arity", "unknown dtype", "version 3", "wrong format", "unknown node key", "unknown top-level key",
+           "wrong arity", "unknown dtype", "version 4", "wrong format", "unknown node key", "unknown top-level key",
            "version-2 op in version 1", "version-2 attribute in version 1"]
 
 

@@ -182,7 +182,7 @@ DOC_CASES = [
     ("graph", ["JSON object", "str"]),
     ({**GOOD, "format": "egraph-lower/graf"}, ["format", "graf"]),
     ({k: x for k, x in GOOD.items() if k != "format"}, ["missing", "format"]),
-    ({**GOOD, "version": 3}, ["version", "3", "versions 1 and 2"]),
+    ({**GOOD, "version": 4}, ["version", "4", "versions 1, 2, 3"]),
     ({**GOOD, "version": True}, ["version", "True"]),
     ({**GOOD, "version": 1.0}, ["version", "1.0"]),
     ({k: x for k, x in GOOD.items() if k != "version"}, ["missing", "version"]),

@@ -14,7 +14,7 @@ from egraph_lower.graph import Graph, parse_json
 from egraph_lower.opdefs import OPDEFS
 from egraph_lower.ops import ACTIVATION_KINDS
 from egraph_lower.validate import check_document
-from egraph_lower.versions import V1_KINDS, V1_OPS, newer_than_v1, required_version
+from egraph_lower.versions import FROZEN, LATEST, V1_KINDS, V1_OPS, V2_KINDS, V2_OPS, newer_than, newer_than_v1, required_version
 
 
 def document(version: int, *extra: dict[str, Any]) -> dict[str, Any]:
@@ -54,9 +54,9 @@ def test_a_version_2_op_needs_a_version_2_document() -> None:
         assert message.startswith("node 7 (Softmax): op Softmax is new in version 2") and '"version": 2' in message
 
 
-@pytest.mark.parametrize("version", [0, 3, -1, "2", 2.0, True, None])
+@pytest.mark.parametrize("version", [0, 4, -1, "2", 2.0, True, None])
 def test_unknown_versions_are_refused(version: Any) -> None:
-    with pytest.raises(GraphError, match="this reader knows versions 1 and 2"):
+    with pytest.raises(GraphError, match="this reader knows versions 1, 2, 3$"):
         from_json(json.dumps(document(1) | {"version": version}))
 
 
@@ -69,6 +69,30 @@ def test_version_1_is_the_frozen_table() -> None:
     assert newer_than_v1("Softmax", {"axis": 0})
     assert not newer_than_v1("ActivationBackward", {"kind": "Gelu", "wrt": "input"})
     assert newer_than_v1("Activation", {"kind": "Gelu", "approximate": "tanh"})  # an attribute version 1 lacks
+
+
+def test_version_2_is_frozen_as_declared_then() -> None:
+    """Version 2's table is what the declarations held when it was frozen: every op of it is still
+    declared and still takes its attributes, each version holds the one before it, and what no frozen
+    version holds is the latest version's."""
+    assert len(V2_OPS) == 79 and V2_KINDS <= set(ACTIVATION_KINDS) and LATEST == 3
+    for op, takes in V2_OPS.items():
+        assert takes <= {a.name for a in OPDEFS[op].attrs}, op
+    for older, newer in zip(FROZEN, FROZEN[1:]):
+        assert all(takes <= newer.ops[op] for op, takes in older.ops.items())
+        assert all(v <= newer.values[k] for k, v in older.values.items()) and older.dtypes <= newer.dtypes
+    v2 = FROZEN[1]
+    assert newer_than(v2, "Softmax", {"axis": 0}, "f32") is None
+    assert newer_than(v2, "Cumsum", {"axis": 0}, "f32") == "op Cumsum"
+    assert newer_than(v2, "Softmax", {"axis": 0, "dtype": "f32"}, "f32") == "attribute 'dtype' of Softmax"
+    assert newer_than(v2, "Activation", {"kind": "Sinh"}, "f32") == "activation kind 'Sinh'"
+    assert newer_than(v2, "Binary", {"op": "Remainder"}, "f32") == "Binary op 'Remainder'"
+    assert newer_than(v2, "Input", {"name": "x"}, "u8") == "dtype u8"
+
+
+def test_a_version_3_document_of_version_2_ops_is_written_as_version_2() -> None:
+    graph = both_readers(document(3, SOFTMAX))
+    assert json.loads(graph.to_json())["version"] == 2 and graph.to_dict()["version"] == 2
 
 
 def test_required_version_is_the_lowest_that_covers_the_nodes() -> None:

@@ -1,8 +1,8 @@
 """The JSON Schema (draft 2020-12) of the graph format, made from the op declarations.
 
 `schema()` builds it from `opdefs.OPDEFS` (every op, its attributes and their being
-required, its arity), `dtypes.DTYPES` and `versions` (the versions, version 1's ops and
-their attributes): nothing is listed here by hand. `python -m egraph_lower.schema`
+required, its arity), `dtypes.DTYPES` and `versions` (the versions, and each released version's
+ops, their attributes and its dtypes): nothing is listed here by hand. `python -m egraph_lower.schema`
 prints it; the package ships the output as `graph.schema.json`, and
 tests/test_schema.py keeps that file equal to `schema()`.
 
@@ -20,7 +20,7 @@ from typing import Any
 from ..dtypes import DTYPES
 from ..graph import FORMAT
 from ..opdefs import OPDEFS
-from ..versions import V1_OPS, VERSIONS
+from ..versions import FROZEN, VERSIONS, Frozen
 
 __all__ = ["schema", "text", "PATH"]
 
@@ -28,12 +28,13 @@ PATH = Path(__file__).with_name("graph.schema.json")
 
 _DESCRIPTION = (
     "A document of the egraph-lower graph format (docs/format.md), versions "
-    + " and ".join(str(v) for v in VERSIONS)
+    + ", ".join(str(v) for v in VERSIONS)
     + ", generated from the op declarations by `python -m egraph_lower.schema`. It checks the structure: "
     "keys, the op names, each op's attribute names (required ones present) and number of inputs, the dtypes, "
-    "and that a version-1 document uses only version 1's ops and attributes. The validator (egraph_lower/validate.py) "
-    "checks the rest, which a schema cannot express: attribute values (activation kinds, among them version 1's "
-    "kinds in a version-1 document, and the kinds' parameters), shapes and dtypes agreeing with the inputs', "
+    "and that a document of an earlier version uses only that version's ops, attributes and dtypes. The "
+    "validator (egraph_lower/validate.py) checks the rest, which a schema cannot express: attribute values "
+    "(activation kinds and Binary, Compare and Reduce ops, among them that a document of an earlier version "
+    "uses only that version's, and the kinds' parameters), shapes and dtypes agreeing with the inputs', "
     "ids unique and defined before use, Input/Param names fed consistently, and a Constant's value fitting its "
     "shape and dtype."
 )
@@ -63,13 +64,14 @@ def _op_rule(name: str) -> dict[str, Any]:
     return _when_op(name, then)
 
 
-def _v1_node() -> dict[str, Any]:
-    """A node of a version-1 document: version 1's ops, each with version 1's attributes only."""
+def _frozen_node(frozen: Frozen) -> dict[str, Any]:
+    """A node of a document of a released version: that version's ops, each with its attributes only,
+    and its dtypes."""
     return {
-        "properties": {"op": {"enum": list(V1_OPS)}},
+        "properties": {"op": {"enum": list(frozen.ops)}, "dtype": {"enum": sorted(frozen.dtypes)}},
         "allOf": [_when_op(op, {"properties": {"attrs": {"properties": {a: {} for a in sorted(takes)},
                                                          "additionalProperties": False}}})
-                  for op, takes in V1_OPS.items()],
+                  for op, takes in frozen.ops.items()],
     }
 
 
@@ -105,9 +107,10 @@ def schema() -> dict[str, Any]:
         },
         "required": ["format", "version", "nodes", "outputs"],
         "additionalProperties": False,
-        "if": {"properties": {"version": {"const": 1}}, "required": ["version"]},
-        "then": {"properties": {"nodes": {"items": {"$ref": "#/$defs/v1_node"}}}},
-        "$defs": {"node": node, "v1_node": _v1_node()},
+        "allOf": [{"if": {"properties": {"version": {"const": f.number}}, "required": ["version"]},
+                   "then": {"properties": {"nodes": {"items": {"$ref": f"#/$defs/v{f.number}_node"}}}}}
+                  for f in FROZEN],
+        "$defs": {"node": node, **{f"v{f.number}_node": _frozen_node(f) for f in FROZEN}},
     }
 
 
