@@ -303,3 +303,25 @@ def test_a_target_that_lowers_nothing_runs_the_graphs_as_pytorch_gave_them() -> 
     torch._dynamo.reset()
     torch.compile(mse_step(model), backend=metal, dynamic=False)(torch.randn(3, 4), torch.randn(3, 2))
     assert any(g.replaced for g in metal.graphs), metal.summary()
+
+
+def test_ops_kept_in_pytorch_cut_the_graph_as_an_unmapped_op_does() -> None:
+    """`keep_in_pytorch` runs a mapped op in PyTorch (by overload or by packet): the graph is cut around
+    it, the pieces are lowered, strict does not count it a failure, and the step is eager's."""
+    torch.manual_seed(0)
+    eager = nn.Sequential(nn.Linear(6, 8), nn.LayerNorm(8), nn.GELU(), nn.Linear(8, 3))
+    x, y = torch.randn(5, 6), torch.randn(5, 3)
+    for keep in (["aten.native_layer_norm"], ["aten.native_layer_norm.default", "aten.native_layer_norm_backward"]):
+        torch._dynamo.reset()
+        compiled = copy.deepcopy(eager)
+        be = elt.backend("metal", strict=True, keep_in_pytorch=keep)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = torch.compile(mse_step(compiled), backend=be, dynamic=False)(x, y)
+        assert not [w for w in caught if "egraph_lower" in str(w.message)]  # the user's choice: no warning
+        want = mse_step(copy.deepcopy(eager))(x, y)
+        _assert_same(got, want)
+        assert set(be.unlowered_ops) == {"aten.native_layer_norm.default"} | (
+            {"aten.native_layer_norm_backward.default"} if len(keep) == 2 else set()), be.summary()
+        assert all(g.status == "partly lowered" for g in be.graphs[:1]), be.summary()
+        assert sum(g.replaced for g in be.graphs) >= 1, be.summary()

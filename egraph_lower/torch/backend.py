@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +42,7 @@ from . import cache
 from .common import Imported, Signature, UnsupportedOp
 from .exporter import export_graph
 from .guard import Guarded, symbolic_reason
-from .importer import import_fx_graph, import_graph
+from .importer import KEPT, import_fx_graph, import_graph
 from .partition import Segment, assemble, combined_graph, plan, same_computation, segment_module, split_lowered
 
 log = logging.getLogger("egraph_lower.torch")
@@ -66,7 +66,8 @@ class TorchBackend:
     """The callable handed to `torch.compile(backend=...)`; keeps a summary of what it lowered."""
 
     def __init__(self, target: str | Backend, record: list[Graph] | None = None, *,
-                 limits: Limits | None = None, partial: bool = True, strict: bool = False) -> None:
+                 limits: Limits | None = None, partial: bool = True, strict: bool = False,
+                 keep_in_pytorch: Iterable[str] = ()) -> None:
         from torch._dynamo.backends.common import aot_autograd
         from torch._functorch.partitioners import min_cut_rematerialization_partition
 
@@ -75,6 +76,7 @@ class TorchBackend:
         self.limits = limits or Limits()
         self.partial = partial
         self.strict = strict
+        self.keep_in_pytorch = frozenset(keep_in_pytorch)
         self.graphs: list[GraphRecord] = []
         self._warned: set[str] = set()
         # The partitioner of `aot_eager` (and inductor): the same graphs, so a step costs what it costs
@@ -131,7 +133,7 @@ class TorchBackend:
             return gm
         device = next((x.device for x in example_inputs if isinstance(x, torch.Tensor)), None)
         try:
-            imported = import_graph(gm, name=rec.name)
+            imported = import_graph(gm, name=rec.name, keep=self.keep_in_pytorch)
         except UnsupportedOp as e:
             if not self.partial:
                 self._unlowered(rec, e.op, 1, e.reason)
@@ -149,7 +151,7 @@ class TorchBackend:
         return gm if module is None else module
 
     def _compile_parts(self, gm: fx.GraphModule, rec: GraphRecord, device: torch.device | None) -> fx.GraphModule:
-        items, refused = plan(gm)
+        items, refused = plan(gm, self.keep_in_pytorch)
         for op, whys in refused.items():
             self._unlowered(rec, op, len(whys), whys[0].reason)
         segments = [i for i in items if isinstance(i, Segment)]
@@ -162,7 +164,7 @@ class TorchBackend:
                         device: torch.device | None) -> bool:
         """All segments lowered as one graph, then cut into pieces; False when they must go one by one."""
         try:
-            imported = import_fx_graph(combined_graph(segments), gm, name=rec.name)
+            imported = import_fx_graph(combined_graph(segments), gm, name=rec.name, keep=self.keep_in_pytorch)
         except Exception as e:  # a node that maps alone but not in context: find it segment by segment
             log.info("%s: the segments do not import together (%s); one by one", rec.name, e)
             return False
@@ -182,7 +184,7 @@ class TorchBackend:
         for k, seg in enumerate(segments):
             original = segment_module(gm, seg)
             try:
-                imported = import_graph(original, name=f"{rec.name}.{k}")
+                imported = import_graph(original, name=f"{rec.name}.{k}", keep=self.keep_in_pytorch)
             except UnsupportedOp as e:  # a node that maps alone but not in context
                 self._unlowered(rec, e.op, 1, e.reason)
                 continue
@@ -229,11 +231,12 @@ class TorchBackend:
 
     # ---- what was not lowered
     def _unlowered(self, rec: GraphRecord, op: str, n: int, why: str) -> None:
-        if self.strict:
+        asked = why == KEPT  # the user's choice: neither a failure under strict nor worth a warning
+        if self.strict and not asked:
             raise UnsupportedOp(op, why)
         rec.unlowered_ops[op] = rec.unlowered_ops.get(op, 0) + n
         log.info("%s: %s runs in PyTorch, not lowered (%s)", rec.name, op, why)
-        if op not in self._warned:
+        if op not in self._warned and not asked:
             self._warned.add(op)
             warnings.warn(f"egraph_lower: {op} is not lowered, it runs in PyTorch: {why}", RuntimeWarning,
                           stacklevel=1)
@@ -279,12 +282,16 @@ def _boxed(module: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def backend(target: str | Backend, *, record: list[Graph] | None = None, limits: Limits | None = None,
-            partial: bool = True, strict: bool = False) -> TorchBackend:
+            partial: bool = True, strict: bool = False, keep_in_pytorch: Iterable[str] = ()) -> TorchBackend:
     """A torch.compile backend lowering every forward and backward graph for `target`.
 
     `record`: each lowered graph (an egraph_lower `Graph`) is appended to it.
     `partial`: split graphs around ops outside the mapping (else run such graphs whole).
     `strict`: raise on an unmapped op or any failure (import, lowering, export, run,
     symbolic shapes) instead of running the graph or piece as PyTorch gave it.
+    `keep_in_pytorch`: aten ops that run in PyTorch though they map, as an unmapped op does
+    (`"aten.native_group_norm.default"`, or `"aten.native_group_norm"` for every overload);
+    `strict` does not count them as failures.
     """
-    return TorchBackend(target, record, limits=limits, partial=partial, strict=strict)
+    return TorchBackend(target, record, limits=limits, partial=partial, strict=strict,
+                        keep_in_pytorch=keep_in_pytorch)

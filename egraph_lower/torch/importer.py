@@ -14,7 +14,7 @@ them can be given `example_inputs` to propagate them. An op with no mapping rais
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import torch
@@ -25,6 +25,9 @@ from ..graph import Graph
 from .common import Imported, Signature, Slot
 from .context import Context, Empty
 from .mappings import HANDLERS, get_attr
+
+
+KEPT = "kept in PyTorch (backend(keep_in_pytorch=...))"
 
 
 def bind(node: fx.Node) -> dict[str, Any]:
@@ -52,14 +55,24 @@ def _propagate(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> None:
 
 
 def import_graph(gm: fx.GraphModule, example_inputs: Sequence[Any] | None = None,
-                 name: str | None = None) -> Imported:
-    """Map `gm` onto the format; raises `UnsupportedOp` for the first node it cannot map."""
+                 name: str | None = None, keep: Collection[str] = ()) -> Imported:
+    """Map `gm` onto the format; raises `UnsupportedOp` for the first node it cannot map, or whose op
+    `keep` names (`aten.native_group_norm.default`, or every overload: `aten.native_group_norm`)."""
     if example_inputs is not None and any("val" not in n.meta for n in gm.graph.nodes if n.op != "output"):
         _propagate(gm, example_inputs)
-    return import_fx_graph(gm.graph, gm, name)
+    return import_fx_graph(gm.graph, gm, name, keep)
 
 
-def import_fx_graph(graph: fx.Graph, root: torch.nn.Module, name: str | None = None) -> Imported:
+def kept(node: fx.Node, keep: Collection[str]) -> bool:
+    """Whether `keep` names the aten op of `node` (its overload or its packet)."""
+    target = node.target
+    if not keep or not isinstance(target, torch._ops.OpOverload):
+        return False
+    return str(target) in keep or str(target.overloadpacket) in keep
+
+
+def import_fx_graph(graph: fx.Graph, root: torch.nn.Module, name: str | None = None,
+                    keep: Collection[str] = ()) -> Imported:
     """`import_graph` of an `fx.Graph` whose `get_attr` nodes name attributes of `root` (every node
     with its `meta['val']`): no GraphModule is made, so no Python code is generated for it."""
     ctx = Context(name)
@@ -88,6 +101,8 @@ def import_fx_graph(graph: fx.Graph, root: torch.nn.Module, name: str | None = N
             if not isinstance(value, tuple):
                 raise ctx.refuse(f"getitem on {getattr(src, 'name', src)}, which is not a tuple result")
             ctx.env[node] = value[index]
+        elif kept(node, keep):
+            raise ctx.refuse(KEPT)
         elif node.op == "call_function" and str(node.target) in HANDLERS:
             name_ = str(node.target)
             ctx.env[node] = HANDLERS[name_](ctx, bind(node))

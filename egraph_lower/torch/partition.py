@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import operator
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import torch
@@ -23,7 +24,7 @@ import torch.fx as fx
 from ..graph import Graph, Node
 from .common import Signature, Slot, UnsupportedOp
 from .context import Context, op_name
-from .importer import bind
+from .importer import KEPT, bind, kept
 
 
 @dataclass
@@ -34,11 +35,14 @@ class Segment:
     module: torch.nn.Module | None = None  # what runs it; None: its nodes, as PyTorch gave them
 
 
-def probe(node: fx.Node) -> UnsupportedOp | None:
+def probe(node: fx.Node, keep: Collection[str] = ()) -> UnsupportedOp | None:
     """Why `node` alone cannot be mapped (None when it can): its tensor arguments stand in as Inputs."""
     from .mappings import HANDLERS
 
     ctx = Context("probe")
+    if kept(node, keep):
+        ctx.node = node
+        return ctx.refuse(KEPT)
     for arg in node.all_input_nodes:
         val = arg.meta.get("val")
         ctx.node = arg
@@ -76,8 +80,10 @@ def _ordered(gm: fx.GraphModule) -> list[fx.Node]:
     return out
 
 
-def plan(gm: fx.GraphModule) -> tuple[list[fx.Node | Segment], dict[str, list[UnsupportedOp]]]:
-    """The top graph's items in order (a node kept as it is, or a segment) and why each unmapped op is."""
+def plan(gm: fx.GraphModule, keep: Collection[str] = ()
+         ) -> tuple[list[fx.Node | Segment], dict[str, list[UnsupportedOp]]]:
+    """The top graph's items in order (a node kept as it is, or a segment) and why each unmapped op is
+    (`keep`: ops to run in PyTorch though they map, as `import_graph` takes them)."""
     items: list[fx.Node | Segment] = []
     refused: dict[str, list[UnsupportedOp]] = {}
     mapped: set[fx.Node] = set()
@@ -90,7 +96,7 @@ def plan(gm: fx.GraphModule) -> tuple[list[fx.Node | Segment], dict[str, list[Un
         elif n.op == "get_attr":
             ok = True
         else:
-            why = probe(n)
+            why = probe(n, keep)
             ok = why is None
             if why is not None:
                 refused.setdefault(op_name(n), []).append(why)
