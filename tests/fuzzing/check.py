@@ -56,8 +56,9 @@ def _eager(program: Program, ns: dict[str, Any]) -> tuple[dict[str, Any] | None,
     return want, ref
 
 
-def check(program: Program, target: str, eager: tuple[Any, Any] | None = None) -> Outcome:
-    """The program's step compiled for `target` against eager (`eager`: its eager states, if known)."""
+def check(program: Program, target: str, eager: tuple[Any, Any] | None = None, backend: Any = None) -> Outcome:
+    """The program's step compiled for `target` against eager (`eager`: its eager states, if known;
+    `backend`: another torch.compile backend to run instead of egraph_lower's for `target`)."""
     import egraph_lower.torch as elt
 
     start = time.perf_counter()
@@ -71,7 +72,7 @@ def check(program: Program, target: str, eager: tuple[Any, Any] | None = None) -
         except Exception as e:
             return Outcome("invalid", [_kind_of_exception(e)], seconds=time.perf_counter() - start)
         torch._dynamo.reset()
-        backend = elt.backend(target, keep_in_pytorch=program.keep)
+        backend = backend or elt.backend(target, keep_in_pytorch=program.keep)
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
