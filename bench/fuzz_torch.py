@@ -107,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds a target's step may take")
     ap.add_argument("--shrink", type=float, default=120.0, help="seconds of shrinking per kind of failure")
     ap.add_argument("--max-ops", type=int, default=8)
+    ap.add_argument("--time-limit", type=float, help="stop drawing steps after this many seconds (the figures"
+                    " then say how many ran); Ctrl-C does the same")
     ap.add_argument("--out", type=Path, help="a directory to write each failure's reproducer into")
     args = ap.parse_args(argv)
     targets = args.targets.split(",")
@@ -137,10 +139,16 @@ def main(argv: list[str] | None = None) -> int:
                 if f is None or len(program.source) < len(f.program.source):
                     failures[o.kind] = f = Failure(o.kind, program, choices, f.targets if f else Counter(), o.detail)
                 f.targets[target] += 1
-        if done[0] % 50 == 0:
-            print(f"  {done[0]} steps, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+        if done[0] % 25 == 0:
+            so_far = "; ".join(f"{t} {c['raised']} raised {c['differed']} differed" for t, c in counts.items())
+            print(f"  {done[0]} steps, {time.perf_counter() - start:.0f} s: {so_far}", file=sys.stderr, flush=True)
+        if args.time_limit and time.perf_counter() - start > args.time_limit:
+            raise KeyboardInterrupt  # hypothesis lets it through, unshrunk
 
-    fuzz()
+    try:
+        fuzz()
+    except KeyboardInterrupt:
+        print(f"stopped after {done[0]} steps", file=sys.stderr)
     seconds = time.perf_counter() - start
     print(f"{done[0]} steps per target (seed {args.seed}, {done[1]} programs eager refuses skipped),"
           f" {seconds:.0f} s ({seconds / max(done[0], 1):.2f} s a step for {len(targets)} targets)")
