@@ -47,7 +47,7 @@ def mutate_buffers(draw: Draw, b: Builder, v: Val) -> None:
 
 def loss(draw: Draw, b: Builder, v: Val) -> str:
     """The loss of `v`: a scalar that needs grad (eager refuses the step otherwise: it is not run)."""
-    forms = ["sum", "square mean", "mse"]
+    forms = ["sum", "square mean", "mse", "squared error"]
     if v.rank >= 2 and v.shape[1] >= 1:
         forms += ["cross entropy", "nll"]
     form = draw(st.sampled_from(forms))
@@ -55,10 +55,11 @@ def loss(draw: Draw, b: Builder, v: Val) -> str:
         expr = f"{v.name}.sum()"
     elif form == "square mean":
         expr = f"{v.name}.pow(2).mean()"
-    elif form == "mse":
+    elif form in ("mse", "squared error"):
         target = b.input(v.shape, "f", draw(st.sampled_from(["contiguous", "transposed", "sliced"])), False)
         reduction = draw(st.sampled_from(["mean", "sum"]))
-        expr = f"F.mse_loss({v.name}, {target.name}, reduction={reduction!r})"
+        expr = (f"F.mse_loss({v.name}, {target.name}, reduction={reduction!r})" if form == "mse"
+                else f"(({v.name} - {target.name}) ** 2).{reduction}()")
     else:
         c = v.shape[1]
         labels = b.input(v.shape[:1] + v.shape[2:], "i", "contiguous", False, high=c)

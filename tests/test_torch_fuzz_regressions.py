@@ -1,0 +1,94 @@
+"""Each failure the fuzzer of training steps found (`bench/fuzz_torch.py`, /work/notes/fuzz-findings.md),
+as its shrunk program: compiled for the target, it must match eager (`fuzzing.check`).
+
+The ones at the boundary between lowered pieces and PyTorch (issue 21, items 1 and 2: the layouts,
+aliasing and mutations a lowered module returns, the fallback) are `xfail(strict=True)` until that
+fix lands: then they pass, and strict makes the fix remove the mark.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fuzzing.check import check  # noqa: E402
+from fuzzing.program import STEP, Program  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
+
+
+def _program(init: str, forward: str, inputs: str, *, args: str = "x0", keep: tuple[str, ...] = (),
+             layouts: str = "", dtype: str = "float32") -> Program:
+    def indent(text: str, n: int) -> str:
+        return "\n".join(" " * n + line for line in text.strip().splitlines())
+
+    source = f'''DTYPE = torch.{dtype}
+REFERENCE = True
+KEEP = {keep!r}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+{indent(init, 8)}
+
+    def forward(self, {args}):
+{indent(forward, 8)}
+
+
+def make():
+    torch.manual_seed(0)
+    model = Model()
+{indent(layouts or "pass", 4)}
+{indent(inputs, 4)}
+    return model, ({args},)
+
+
+{STEP}
+'''
+    return Program(source, dtype, keep, frozenset())
+
+
+def _assert_matches(program: Program, target: str) -> None:
+    outcome = check(program, target)
+    assert outcome.status in ("ok", "pytorch"), f"{outcome.kind}\n" + "\n".join(outcome.detail)
+
+
+BOUNDARY = "issue 21: a lowered piece's outputs do not honour the FX graph's strides (lead's fix)"
+
+# The issue's step: Conv2d, GroupNorm (unmapped: it runs in PyTorch), SiLU, squared error (with
+# F.mse_loss instead, metal's gradients are right in channels_last too).
+CONV_GN_SILU = dict(
+    init="self.conv = nn.Conv2d(3, 8, 3, padding=1)\nself.gn = nn.GroupNorm(2, 8)",
+    forward="return (((F.silu(self.gn(self.conv(x0))) - x1) ** 2).mean(),)",
+    args="x0, x1")
+
+
+@pytest.mark.parametrize(("target", "channels_last"), [
+    ("metal", False),
+    pytest.param("metal", True, marks=pytest.mark.xfail(strict=True, reason=BOUNDARY + ": wrong gradients")),
+    pytest.param("wgpu", False, marks=pytest.mark.xfail(strict=True, reason=BOUNDARY + ": GroupNorm raises")),
+    pytest.param("wgpu", True, marks=pytest.mark.xfail(strict=True, reason=BOUNDARY + ": GroupNorm raises")),
+    ("cpu", True),
+])
+def test_conv_group_norm_silu(target: str, channels_last: bool) -> None:
+    cl = ".to(memory_format=torch.channels_last)" if channels_last else ""
+    program = _program(**CONV_GN_SILU, inputs=f"x0 = torch.randn(2, 3, 6, 6){cl}\nx1 = torch.randn(2, 8, 6, 6)",
+                       layouts="model = model.to(memory_format=torch.channels_last)" if channels_last else "")
+    _assert_matches(program, target)
+
+
+@pytest.mark.parametrize("target", [
+    "cpu",
+    pytest.param("metal", marks=pytest.mark.xfail(strict=True, reason=BOUNDARY + ": as_strided reads other values")),
+    pytest.param("wgpu", marks=pytest.mark.xfail(strict=True, reason=BOUNDARY + ": as_strided reads other values")),
+])
+def test_as_strided_of_a_batch_norm_of_a_transposed_input(target: str) -> None:
+    """Eager's batch norm of a transposed input is contiguous (so the FX graph says); the lowered piece
+    returns the input's layout, and `as_strided` after it (unmapped: PyTorch) reads its storage."""
+    program = _program(
+        init="self.bn = nn.BatchNorm2d(3)",
+        forward="h = self.bn(x0)\nreturn ((h.as_strided((5, 20), (20, 1)) * x1).sum(),)",
+        inputs="x0 = torch.randn(5, 3, 2, 5).transpose(-1, -2)\nx1 = torch.randn(5, 20)", args="x0, x1")
+    _assert_matches(program, target)
