@@ -30,7 +30,14 @@ def _check(program: Program, target: str) -> None:
         f"{outcome.kind}\n" + "\n".join(outcome.detail) + f"\n\nreproducer:\n{program.reproducer(target)}")
 
 
-@pytest.mark.parametrize("target", ["cpu", "metal", "wgpu"])
+@pytest.mark.parametrize("target", [
+    "cpu",
+    # One of its 12 steps raises on metal today (`as_strided` after a lowered piece: setStorage out of
+    # bounds, /work/notes/fuzz-findings.md); strict, so that the fix of issue 21 removes the mark.
+    pytest.param("metal", marks=pytest.mark.xfail(strict=True, reason="issue 21: a lowered piece's outputs"
+                                                   " do not honour the FX graph's strides and aliasing")),
+    "wgpu",
+])
 def test_fuzzed_training_steps_match_eager(target: str) -> None:
     @settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))

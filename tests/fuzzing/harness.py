@@ -64,7 +64,7 @@ def _strides(t: torch.Tensor) -> tuple[int, ...]:
 
 def compare(got, want, ref=None, strides=True):  # type: ignore[no-untyped-def]
     """What differs between two runs' states, one line each: dtype, shape, strides, requires_grad,
-    aliasing, values (floats: rtol 1e-4, 1e-9 in float64, atol rtol times the tensor's largest value).
+    aliasing, values (floats: rtol 1e-4, 1e-7 in float64, atol rtol times the tensor's largest value).
     `ref` (the same step in float64) forgives a float value that is no further from ref than twice
     want's own largest error from ref plus 4 ulps of ref's largest value: what a different order of
     roundings gives, in half precision, or where a gradient is rounding noise about 0."""
@@ -86,7 +86,9 @@ def compare(got, want, ref=None, strides=True):  # type: ignore[no-untyped-def]
             if not torch.equal(g, w):
                 diffs.append(f"{key}: {int((g != w).sum())} of {w.numel()} elements differ ({w.dtype})")
             continue
-        rtol, floor = (1e-9, 1e-12) if w.dtype == torch.float64 else (1e-4, 1e-7)
+        # float64: 1e-7, since the erf and atan approximations of backends without them are float32-accurate
+        # in float64 too (egraph_lower/rules/approximations.py)
+        rtol, floor = (1e-7, 1e-12) if w.dtype == torch.float64 else (1e-4, 1e-7)
         scale = w.abs().nan_to_num(0, 0, 0).amax().item() if w.numel() else 0.0
         bad = ~torch.isclose(g, w, rtol=rtol, atol=rtol * scale + floor, equal_nan=True)
         if ref is not None and bad.any():  # no worse than twice eager's own error, plus 4 ulps
