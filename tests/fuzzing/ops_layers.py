@@ -148,3 +148,20 @@ def embedding(draw: Draw, b: Builder, idx: Val, vocab: int) -> Val:
     m = b.module(f"nn.Embedding({vocab}, {dim}, padding_idx={pad}, dtype={b.dt})", "nn.Embedding")
     b.keep.update(draw(st.sets(st.sampled_from(["aten.embedding", "aten.embedding_dense_backward"]), max_size=1)))
     return b.add(f"{m}({idx.name})", idx.shape + (dim,), grad=True, feature="nn.Embedding", fresh=True)
+
+
+@op("convolution block", lambda b, v: v.rank == 4 and v.shape[1] >= 1 and min(v.shape[2:]) >= 1, keep=CONV)
+def _conv_block(draw: Draw, b: Builder, v: Val) -> None:
+    """Conv2d, a normalization and an activation, as CNNs stack them (ResNet's, MobileNet's, a UNet's)."""
+    c, out = v.shape[1], int(draw(st.sampled_from([4, 2, 6])))
+    m = b.module(f"nn.Conv2d({c}, {out}, 3, padding=1, dtype={b.dt})", "nn.Conv2d")
+    norm = draw(st.sampled_from(["GroupNorm", "BatchNorm2d", "none"]))
+    h = b.add(f"{m}({v.name})", (v.shape[0], out) + v.shape[2:], grad=True, feature="nn.Conv2d", fresh=True)
+    if norm == "GroupNorm":
+        n = b.module(f"nn.GroupNorm(2, {out}, dtype={b.dt})", "nn.GroupNorm (unmapped)")
+        h = b.add(f"{n}({h.name})", h.shape, grad=True, feature="conv block with GroupNorm")
+    elif norm == "BatchNorm2d" and h.numel // out > 1:
+        n = b.module(f"nn.BatchNorm2d({out}, dtype={b.dt})", "batch norm training (running statistics mutated)")
+        h = b.add(f"{n}({h.name})", h.shape, grad=True, feature="conv block with BatchNorm2d")
+    act = draw(st.sampled_from(["F.silu", "torch.relu", "F.hardswish", "F.relu6"] if not b.half else ["F.silu"]))
+    b.add(f"{act}({h.name})", h.shape, grad=True, feature=f"conv block activation {act}")
