@@ -129,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                     " then say how many ran); Ctrl-C does the same")
     ap.add_argument("--out", type=Path, help="a directory to write each failure's reproducer into")
     args = ap.parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # figures visible as they come
     targets = args.targets.split(",")
     worker = Worker()
     counts: dict[str, Counter[str]] = {t: Counter() for t in targets}
@@ -167,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         fuzz()
     except KeyboardInterrupt:
         print(f"stopped after {done[0]} steps", file=sys.stderr)
+        worker.stop()  # a Ctrl-C may have left it in the middle of a step: its answers are not the next step's
     seconds = time.perf_counter() - start
     print(f"{done[0]} steps per target (seed {args.seed}, {done[1]} programs eager refuses skipped),"
           f" {seconds:.0f} s ({seconds / max(done[0], 1):.2f} s a step for {len(targets)} targets)")

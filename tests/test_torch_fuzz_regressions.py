@@ -55,23 +55,20 @@ def _assert_matches(program: Program, target: str) -> None:
     assert outcome.status in ("ok", "pytorch"), f"{outcome.kind}\n" + "\n".join(outcome.detail)
 
 
-BOUNDARY = "issue 21: a lowered piece's outputs do not honour the FX graph's strides (lead's fix)"
+META = ("issue 21: the FX graph's meta strides are not eager's for batch norm of a permuted input, and the"
+        " lowered piece honours the meta: as_strided after it reads other values")
 
 # The issue's step: Conv2d, GroupNorm (unmapped: it runs in PyTorch), SiLU, squared error (with
-# F.mse_loss instead, metal's gradients are right in channels_last too).
+# F.mse_loss instead, metal's gradients were right in channels_last too). Before the fix of issue 21:
+# wrong gradients on metal in channels_last, a raise on wgpu.
 CONV_GN_SILU = dict(
     init="self.conv = nn.Conv2d(3, 8, 3, padding=1)\nself.gn = nn.GroupNorm(2, 8)",
     forward="return (((F.silu(self.gn(self.conv(x0))) - x1) ** 2).mean(),)",
     args="x0, x1")
 
 
-@pytest.mark.parametrize(("target", "channels_last"), [
-    ("metal", False),
-    pytest.param("metal", True, marks=pytest.mark.xfail(strict=True, reason=BOUNDARY + ": wrong gradients")),
-    pytest.param("wgpu", False, marks=pytest.mark.xfail(strict=True, reason=BOUNDARY + ": GroupNorm raises")),
-    pytest.param("wgpu", True, marks=pytest.mark.xfail(strict=True, reason=BOUNDARY + ": GroupNorm raises")),
-    ("cpu", True),
-])
+@pytest.mark.parametrize("target", ["cpu", "metal", "wgpu"])
+@pytest.mark.parametrize("channels_last", [False, True])
 def test_conv_group_norm_silu(target: str, channels_last: bool) -> None:
     cl = ".to(memory_format=torch.channels_last)" if channels_last else ""
     program = _program(**CONV_GN_SILU, inputs=f"x0 = torch.randn(2, 3, 6, 6){cl}\nx1 = torch.randn(2, 8, 6, 6)",
@@ -81,12 +78,14 @@ def test_conv_group_norm_silu(target: str, channels_last: bool) -> None:
 
 @pytest.mark.parametrize("target", [
     "cpu",
-    pytest.param("metal", marks=pytest.mark.xfail(strict=True, reason=BOUNDARY + ": as_strided reads other values")),
-    pytest.param("wgpu", marks=pytest.mark.xfail(strict=True, reason=BOUNDARY + ": as_strided reads other values")),
+    pytest.param("metal", marks=pytest.mark.xfail(strict=True, reason=META)),
+    pytest.param("wgpu", marks=pytest.mark.xfail(strict=True, reason=META)),
 ])
 def test_as_strided_of_a_batch_norm_of_a_transposed_input(target: str) -> None:
-    """Eager's batch norm of a transposed input is contiguous (so the FX graph says); the lowered piece
-    returns the input's layout, and `as_strided` after it (unmapped: PyTorch) reads its storage."""
+    """Eager's batch norm of a transposed input (strides (30, 10, 1, 5)) is contiguous, (30, 10, 2, 1);
+    PyTorch's fake kernel, and so the FX graph's meta, says (30, 10, 1, 5). The lowered piece returns
+    what the meta says, and `as_strided` after it (unmapped: PyTorch) reads its storage in that order:
+    other values than eager's, silently. aot_eager runs the real kernel and matches eager."""
     program = _program(
         init="self.bn = nn.BatchNorm2d(3)",
         forward="h = self.bn(x0)\nreturn ((h.as_strided((5, 20), (20, 1)) * x1).sum(),)",
