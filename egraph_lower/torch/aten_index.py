@@ -4,7 +4,9 @@ Decisions (checked against torch 2.13's CPU kernels; see docs/format.md):
 - `native_dropout(x, p, train)`: the mask is a bool `Input` of the graph that the exported
   module draws before it computes anything, as `torch.empty_like(x).bernoulli_(1 - p)` does
   inside eager's kernel (the same generator, consumed the same way, in graph order), so the
-  compiled step matches eager under the same seed. The output is `Dropout{1/(1-p)}(x, mask)`
+  compiled step matches eager under the same seed. `bernoulli_` fills memory in order, so the mask is
+  drawn in the memory order of `empty_like(x)` (x's layout, from its FX meta) and transposed back: a
+  transposed x (attention's heads) gets eager's mask, not a contiguous tensor's. The output is `Dropout{1/(1-p)}(x, mask)`
   (scale 0 for p = 1); train=False gives x and a mask of ones, drawing nothing.
 - `native_dropout_backward(g, mask, scale)` is `DropoutBackward{scale}(g, mask)`.
 - `nll_loss_forward` / `nll_loss2d_forward` (and a rank-3 or higher input): `NllLoss` and
@@ -32,8 +34,24 @@ def _native_dropout(ctx: Context, a: dict[str, Any]) -> tuple[int, int]:
     p = float(a["p"])
     if a["train"] is False:
         return x, ctx.const(True, "bool", shape)
-    mask = ctx.dropout_mask(shape, dt, p)
+    order = _memory_order(a["input"], shape)
+    mask = ctx.dropout_mask(tuple(shape[d] for d in order), dt, p)
+    if order != sorted(order):  # drawn in memory order, as eager's empty_like(x) lays it out
+        mask = ctx.add("Transpose", (mask,), {"perm": [order.index(d) for d in range(len(shape))]})
     return ctx.add("Dropout", (x, mask), {"scale": 0.0 if p == 1.0 else 1.0 / (1.0 - p)}), mask
+
+
+def _memory_order(x: Any, shape: tuple[int, ...]) -> list[int]:
+    """The dims of eager's `empty_like(x)` (the tensor its kernel draws the mask into, in memory order),
+    outermost first: `bernoulli_` fills memory in order, so a mask of a transposed or sliced x is not
+    the one a contiguous tensor of x's shape would get."""
+    import torch
+
+    val = x.meta.get("val") if hasattr(x, "meta") else None
+    if not isinstance(val, torch.Tensor) or tuple(val.shape) != tuple(shape):
+        return list(range(len(shape)))
+    strides = torch.empty_like(torch.empty_strided(val.shape, val.stride(), dtype=val.dtype, device="meta")).stride()
+    return sorted(range(len(shape)), key=lambda d: (-strides[d] if shape[d] > 1 else 0, d))  # size-1 dims: any place
 
 
 @handles("native_dropout_backward.default")
