@@ -208,8 +208,9 @@ def _shrink(worker: Worker, f: Failure, target: str, args: argparse.Namespace) -
     try:
         return find(programs(max_ops=args.max_ops), same, database_key=key,
                     settings=settings(database=db, phases=[Phase.reuse, Phase.shrink], max_examples=10**6,
-                                      deadline=None, suppress_health_check=list(HealthCheck)))
-    except NoSuchExample:
+                                      deadline=None, suppress_health_check=list(HealthCheck),
+                                      report_multiple_bugs=False))
+    except (NoSuchExample, Exception):  # shrinking is a help: never lose the failure over it
         return f.program
 
 
