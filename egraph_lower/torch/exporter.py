@@ -92,7 +92,7 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
     results: list[Any] = []
     returned: dict[int, fx.Node] = {}  # slot index -> its result (a value returned twice is one value)
     # what a result of its own may not share storage with: the arguments, the constants, earlier results
-    held: list[frozenset[str]] = [frozenset((f"arg:{a}",)) for a in args]
+    held: list[frozenset[str]] = [frozenset((f"arg:{a}",)) for a in sig.inputs]  # not the masks it draws
     held += [r for n, r in roots.items() if by_id[n].op == "Constant"]
     for slot in sig.outputs:
         if slot.kind == "output" and slot.index in returned:
@@ -161,8 +161,8 @@ def _emit(g: fx.Graph, root: torch.nn.Module, node: Node, args: dict[str, fx.Nod
     if direct is not None:
         fresh = node.op in _FRESH or (node.op == "Cast" and node.attrs["to"] != inputs[0].dtype)
         return direct(g), own if fresh else own.union(*(roots[i] for i in node.inputs))
-    # a kernel may return a view of an input, or the input itself (a Reduce over no axes)
-    return g.call_function(kernels.KERNELS[node.op], ins, dict(node.attrs)), own.union(*(roots[i] for i in node.inputs))
+    call = g.call_function(kernels.KERNELS[node.op], ins, dict(node.attrs))
+    return call, own.union(*(roots[i] for i in node.inputs)) if node.op in kernels.VIEWS else own
 
 
 Emit = Callable[[fx.Graph], fx.Node]
