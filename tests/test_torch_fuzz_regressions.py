@@ -55,8 +55,10 @@ def _assert_matches(program: Program, target: str) -> None:
     assert outcome.status in ("ok", "pytorch"), f"{outcome.kind}\n" + "\n".join(outcome.detail)
 
 
-META = ("issue 21: the FX graph's meta strides are not eager's for batch norm of a permuted input, and the"
-        " lowered piece honours the meta: as_strided after it reads other values")
+META = ("PyTorch's: its fake kernel of batch norm gives the result of a permuted input that input's strides,"
+        " the real CPU kernel a contiguous result; the FX graph carries the fake's, which the lowered piece"
+        " honours, so as_strided after it reads other values, as under torch.compile's default inductor"
+        " backend (checked: the same loss error); aot_eager runs the real kernel")
 
 # The issue's step: Conv2d, GroupNorm (unmapped: it runs in PyTorch), SiLU, squared error (with
 # F.mse_loss instead, metal's gradients were right in channels_last too). Before the fix of issue 21:
