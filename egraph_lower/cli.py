@@ -134,7 +134,6 @@ def cmd_rules(args: argparse.Namespace) -> int:
             from .rules.check import check, format_table
 
     if args.check:
-
         results = check(ALL_RULES)
         print(format_table(results))
         failed = [res for res in results if not res.ok]
