@@ -3,7 +3,7 @@
     python bench/startup.py              # 21 runs of each
     python bench/startup.py --runs 51 --backend wgpu
 
-Prints the median and the fastest of N whole-process runs of
+Prints the median and the fastest wall time, and the median CPU time, of N whole-process runs of
 `egraph-lower lower egraph_lower/examples/mlp_step.json --backend metal -o OUT -q` (and of
 `python -c pass`, the interpreter's own start, for scale), then the import time of each heavy
 module, with what it imports: on that command's path (from `python -X importtime`, the fastest of
@@ -46,13 +46,18 @@ def lower_command(backend: str, out: Path) -> list[str]:
     return [*head, "lower", str(EXAMPLE), "--backend", backend, "-o", str(out), "-q"]
 
 
-def wall(cmd: list[str], env: dict[str, str], runs: int) -> list[float]:
-    out = []
+def timed(cmd: list[str], env: dict[str, str], runs: int) -> tuple[list[float], list[float]]:
+    """Each run's wall seconds and CPU seconds (user + system, the process's own: a loaded
+    machine inflates it far less than the wall time, so it is the better guess of a quiet one)."""
+    walls, cpus = [], []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
-        out.append(time.perf_counter() - start)
-    return out
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        walls.append(time.perf_counter() - start)
+        cpus.append(usage.ru_utime + usage.ru_stime)
+        assert os.waitstatus_to_exitcode(status) == 0, cmd
+    return walls, cpus
 
 
 def imports(args: list[str], env: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:
@@ -88,15 +93,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env = environment(os.path.join(tmp, "pycache"))
         cmd = lower_command(args.backend, Path(tmp) / "out.json")
-        wall(cmd, env, 1)  # fills the bytecode caches
+        timed(cmd, env, 1)  # fills the bytecode caches
         for m in HEAVY:
             subprocess.run([sys.executable, "-c", f"import {m}"], env=env, capture_output=True)
         print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}; "
               f"{args.runs} runs each; Python {sys.version.split()[0]}")
         print(f"$ {' '.join(cmd)}")
         for label, c in (("egraph-lower lower (whole process)", cmd), ("python -c pass", [sys.executable, "-c", "pass"])):
-            t = wall(c, env, args.runs)
-            print(f"  {label:<36} median {statistics.median(t):.3f} s   fastest {min(t):.3f} s")
+            t, cpu = timed(c, env, args.runs)
+            print(f"  {label:<36} median {statistics.median(t):.3f} s   fastest {min(t):.3f} s   "
+                  f"CPU median {statistics.median(cpu):.3f} s")
         on_path = fastest_imports(cmd[1:] if cmd[0] == sys.executable else ["-m", "egraph_lower.cli", *cmd[1:]],
                                   env, max(3, args.runs // 4))
         print("import time, seconds (fastest run):      on the command's path   on its own")
