@@ -160,18 +160,26 @@ def first_newer(nodes: Iterable[_Node], version: int) -> tuple[_Node, str, int] 
     return None
 
 
+def _fits(frozen: Frozen, op: str, attrs: Mapping[str, Any], dtype: str) -> bool:
+    """`newer_than(...) is None`, without wording what is newer (the writer asks it of every node)."""
+    takes = frozen.ops.get(op)
+    if takes is None or dtype not in frozen.dtypes:
+        return False
+    for key, value in attrs.items():
+        if key not in takes:
+            return False
+        which = _value_key(op, key)
+        if which is not None and value not in frozen.values[which]:
+            return False
+    return True
+
+
 def required_version(nodes: Iterable[_Node]) -> int:
     """The lowest version that covers every node."""
-    seen: dict[tuple[str, str, tuple[tuple[str, Any], ...]], int] = {}
     version = 1
     for n in nodes:
-        key = (n.op, n.dtype, tuple((k, v) for k, v in n.attrs.items() if _value_key(n.op, k) is not None)
-               + tuple((k, None) for k in n.attrs if _value_key(n.op, k) is None))
-        v = seen.get(key)
-        if v is None:
-            v = seen[key] = needed(n.op, n.attrs, n.dtype)
-        if v > version:
-            version = v
-            if version == LATEST:
-                break
+        while version < LATEST and not _fits(FROZEN[version - 1], n.op, n.attrs, n.dtype):
+            version += 1
+        if version == LATEST:
+            break
     return version

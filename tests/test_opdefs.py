@@ -116,9 +116,13 @@ def _sample_problems(d: OpDef, kernels: dict[str, Any] | None) -> list[str]:
     if kernels is not None and d.torch in kernels:
         import torch
 
-        got = kernels[d.torch](*[torch.from_numpy(np.asarray(a)) for a in args], **attrs)
+        tensors = [torch.from_numpy(np.asarray(a)) for a in args]
+        got = kernels[d.torch](*tensors, **attrs)
         if tuple(got.shape) != shape:
             out.append(f"{d.name}: the torch kernel gives shape {list(got.shape)}, infer {list(shape)}")
+        storages = {t.untyped_storage().data_ptr() for t in tensors if t.numel()}
+        if got.numel() and got.untyped_storage().data_ptr() in storages and d.name not in kernels["VIEWS"]:
+            out.append(f"{d.name}: the torch kernel returns (a view of) an input, and kernels.VIEWS does not list it")
     return out
 
 

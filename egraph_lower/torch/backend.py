@@ -41,7 +41,7 @@ from ..graph import Graph
 from . import cache
 from .common import Imported, Signature, UnsupportedOp
 from .exporter import export_graph
-from .guard import Guarded, symbolic_reason
+from .guard import Guarded, boxed_graph, symbolic_reason
 from .importer import KEPT, import_fx_graph, import_graph
 from .partition import Segment, assemble, combined_graph, plan, same_computation, segment_module, split_lowered
 
@@ -122,7 +122,7 @@ class TorchBackend:
                 self._failed(rec, "compile", e)
                 rec.status = "not lowered"
                 module = gm
-            return _boxed(module)
+            return boxed_graph(module, gm, lambda e: self._failed(rec, "run", e))
 
         return compile_graph
 
@@ -145,7 +145,7 @@ class TorchBackend:
         if not imported.graph.outputs:  # it only passes values through: nothing to lower
             rec.status = "nothing to lower"
             return gm
-        module = self._lower_and_export(imported.graph, imported.signature, gm, rec, device)
+        module = self._lower_and_export(imported.graph, imported.signature, rec, device)
         if rec.lowered:
             rec.status = "lowered"
         return gm if module is None else module
@@ -176,7 +176,8 @@ class TorchBackend:
         for seg, piece, was in zip(segments, pieces, before):
             if piece is None or (was is not None and same_computation(piece[0], was[0])):
                 continue  # nothing to run differently: the segment's nodes stay as they are
-            seg.module = self._export(piece[0], piece[1], segment_module(gm, seg), rec, device)
+            seg.module = self._guarded(self._export(piece[0], piece[1], rec, device), segment_module(gm, seg),
+                                       piece[1], rec)
         return True
 
     def _lower_apart(self, gm: fx.GraphModule, segments: list[Segment], rec: GraphRecord,
@@ -192,16 +193,17 @@ class TorchBackend:
                 self._failed(rec, f"import of piece {k}", e)
                 continue
             if imported.graph.outputs:
-                seg.module = self._lower_and_export(imported.graph, imported.signature, original, rec, device)
+                exported = self._lower_and_export(imported.graph, imported.signature, rec, device)
+                seg.module = self._guarded(exported, original, imported.signature, rec)
 
-    def _lower_and_export(self, graph: Graph, signature: Signature, original: torch.nn.Module, rec: GraphRecord,
+    def _lower_and_export(self, graph: Graph, signature: Signature, rec: GraphRecord,
                           device: torch.device | None) -> torch.nn.Module | None:
-        """The lowered module, or None when `original` should run: the lowering failed, or changed nothing
-        (then the target runs the very aten ops the graph holds)."""
+        """The lowered module, or None when the original should run: the lowering failed, or changed
+        nothing (then the target runs the very aten ops the graph holds)."""
         lowered = self._lowered(Imported(graph, signature), rec)
         if lowered is None or same_computation(lowered, graph):
             return None
-        return self._export(lowered, signature, original, rec, device)
+        return self._export(lowered, signature, rec, device)
 
     def _lowered(self, imported: Imported, rec: GraphRecord) -> Graph | None:
         """The imported graph lowered for the target (cached), or None (recorded) when the lowering fails."""
@@ -216,9 +218,9 @@ class TorchBackend:
         rec.cached += hit
         return graph
 
-    def _export(self, graph: Graph, signature: Signature, original: torch.nn.Module, rec: GraphRecord,
+    def _export(self, graph: Graph, signature: Signature, rec: GraphRecord,
                 device: torch.device | None) -> torch.nn.Module | None:
-        """The lowered graph as a module that falls back to `original` if it ever fails to run."""
+        """The lowered graph as a module (None, recorded, when the export fails)."""
         try:
             module = export_graph(graph, signature)
             if device is not None:
@@ -227,7 +229,15 @@ class TorchBackend:
             self._failed(rec, "export", e)
             return None
         rec.replaced += 1
-        return Guarded(module, original, lambda e: self._failed(rec, "run", e))
+        return module
+
+    def _guarded(self, module: torch.nn.Module | None, original: fx.GraphModule, signature: Signature,
+                 rec: GraphRecord) -> torch.nn.Module | None:
+        """A lowered piece that falls back to `original` (the segment as PyTorch gave it) if it ever fails
+        to run."""
+        if module is None:
+            return None
+        return Guarded(module, original, lambda e: self._failed(rec, "run", e), draws=bool(signature.masks))
 
     # ---- what was not lowered
     def _unlowered(self, rec: GraphRecord, op: str, n: int, why: str) -> None:
@@ -252,33 +262,6 @@ class TorchBackend:
         rec.errors.append(msg.split(": ", 1)[1])
         log.warning("%s (it runs in PyTorch as it is)", msg)
         warnings.warn(f"egraph_lower: {msg} (it runs in PyTorch as it is)", RuntimeWarning, stacklevel=1)
-
-
-def _boxed(module: Callable[..., Any]) -> Callable[..., Any]:
-    """AOTAutograd's calling convention: one list of arguments, cleared as it is consumed.
-
-    A GraphModule gets the boxed code generation `aot_eager` gives it (it takes the list
-    and frees each argument after its last use); any other module, a wrapper."""
-    if isinstance(module, fx.GraphModule):
-        from torch.fx.graph import _BoxedCodeGen
-
-        module.graph.set_codegen(_BoxedCodeGen())
-        module.recompile()
-        forward = module.forward
-
-        def run_boxed(args: list[Any]) -> Any:
-            return forward(args)
-
-        run_boxed._boxed_call = True  # type: ignore[attr-defined]
-        return run_boxed
-
-    def run(args: list[Any]) -> Any:
-        values = list(args)
-        args.clear()
-        return module(*values)
-
-    run._boxed_call = True  # type: ignore[attr-defined]
-    return run
 
 
 def backend(target: str | Backend, *, record: list[Graph] | None = None, limits: Limits | None = None,

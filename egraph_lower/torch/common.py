@@ -53,12 +53,19 @@ class Slot:
     kind `output`: `graph.outputs[index]`; `input`: the module's `index`-th argument passed
     through unchanged (identity kept); `none`: None; `empty`: a fresh empty tensor of
     `shape` and `dtype` (the unused statistics of eval-mode batch norm).
+
+    What the FX graph promised of an `output` (None and False for a graph made any other way):
+    `stride`, the strides of its value (its memory format), which the exported module gives it;
+    `private`, that its value shares storage with no argument and no other result (not a view),
+    so the module never returns an argument, a constant's buffer or another result for it.
     """
 
     kind: Literal["output", "input", "none", "empty"]
     index: int = -1
     shape: tuple[int, ...] = ()
     dtype: str = "f32"
+    stride: tuple[int, ...] | None = None
+    private: bool = False
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ dtypes and shapes (known when exporting), it has the format's semantics (`Binary
 `MatMul`, `Reduce` on floats, `Reshape`, `Transpose`, `Expand`, `Compare`, ...), else
 to the PyTorch function of its op in `kernels` (attributes as keyword arguments).
 So the generated code reads like the graph and a step pays no per-call dispatch on
-dtypes. One exception: a MaxPool2d and a MaxPool2dIndices of the same input (a training
+dtypes. Each result the FX graph promised a layout and a storage of its own goes through
+`contract.as_layout` (its strides; a copy where the lowered graph computes it as an
+argument, a constant or another result). One exception: a MaxPool2d and a MaxPool2dIndices of the same input (a training
 step's forward takes both) are one `max_pool2d_with_indices` call, as in eager. Constants are buffers of the module (they follow `.to(device)`). The module
 returns a tuple (or the single value, as the signature says).
 """
@@ -31,6 +33,7 @@ from ..evaluate import apply
 from ..graph import Graph, Node
 from . import kernels
 from .common import FORMAT_TO_TORCH, Signature
+from .contract import as_layout
 from .kernels_pool import max_pool2d_with_indices
 
 
@@ -74,6 +77,7 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
     for m in sig.masks:  # drawn first, in order: the generator is consumed as eager's dropouts consume it
         args[m.name] = g.call_function(kernels.dropout_mask, (first, list(m.shape), m.dtype, m.p))
     env: dict[int, fx.Node] = {}
+    roots: dict[int, frozenset[str]] = {}  # the storages each value may live in (contract.py)
     by_id = graph.by_id
     pooled = _pooled_together(graph)
     for node in graph.nodes:
@@ -82,12 +86,26 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
             if not isinstance(pooled[key], fx.Node):
                 pooled[key] = g.call_function(max_pool2d_with_indices, (env[node.inputs[0]],), dict(node.attrs))
             env[node.id] = g.call_function(operator.getitem, (pooled[key], int(node.op == "MaxPool2dIndices")))
+            roots[node.id] = frozenset((str(node.id),))
             continue
-        env[node.id] = _emit(g, root, node, args, env, by_id)
+        env[node.id], roots[node.id] = _emit(g, root, node, args, env, roots, by_id)
     results: list[Any] = []
+    returned: dict[int, fx.Node] = {}  # slot index -> its result (a value returned twice is one value)
+    # what a result of its own may not share storage with: the arguments, the constants, earlier results
+    held: list[frozenset[str]] = [frozenset((f"arg:{a}",)) for a in sig.inputs]  # not the masks it draws
+    held += [r for n, r in roots.items() if by_id[n].op == "Constant"]
     for slot in sig.outputs:
-        if slot.kind == "output":
-            results.append(env[graph.outputs[slot.index]])
+        if slot.kind == "output" and slot.index in returned:
+            results.append(returned[slot.index])
+        elif slot.kind == "output":
+            nid = graph.outputs[slot.index]
+            value = env[nid]
+            copy = slot.private and any(roots[nid] & r for r in held)
+            if slot.stride is not None:
+                value = g.call_function(as_layout, (value, slot.stride, copy))
+            held.append(frozenset((f"out:{slot.index}",)) if copy else roots[nid])
+            returned[slot.index] = value
+            results.append(value)
         elif slot.kind == "input":
             results.append(args[sig.inputs[slot.index]])
         elif slot.kind == "empty":
@@ -119,28 +137,37 @@ def _pooled_together(graph: Graph) -> dict[tuple[int, str], fx.Node | None]:
     return {key: None for key, ops in seen.items() if len(ops) == 2}
 
 
-def _emit(g: fx.Graph, root: torch.nn.Module, node: Node, args: dict[str, fx.Node],
-          env: dict[int, fx.Node], by_id: dict[int, Node]) -> fx.Node:
+def _emit(g: fx.Graph, root: torch.nn.Module, node: Node, args: dict[str, fx.Node], env: dict[int, fx.Node],
+          roots: dict[int, frozenset[str]], by_id: dict[int, Node]) -> tuple[fx.Node, frozenset[str]]:
+    """The node's call, and the storages its result may live in: its own, or (a view of, or the very
+    tensor of) an argument, a constant's buffer or another value."""
     if node.op in ("Input", "Param"):
         name = node.attrs["name"]
         if name not in args:
             raise KeyError(f"node {node.id} ({node.op} {name!r}) is not an argument of the signature")
-        return args[name]
+        return args[name], frozenset((f"arg:{name}",))
     if node.op == "Constant":
         buffer = f"c{node.id}"
         value = _constant_tensor(node)
         root.register_buffer(buffer, value)
+        mine = frozenset((f"const:{node.id}",))
         if tuple(value.shape) == node.shape:
-            return g.get_attr(buffer)
-        return g.call_method("expand", (g.get_attr(buffer), node.shape))
+            return g.get_attr(buffer), mine
+        return g.call_method("expand", (g.get_attr(buffer), node.shape)), mine
     ins = tuple(env[i] for i in node.inputs)
-    direct = _direct(node, [by_id[i] for i in node.inputs], ins)
+    inputs = [by_id[i] for i in node.inputs]
+    own = frozenset((str(node.id),))
+    direct = _direct(node, inputs, ins)
     if direct is not None:
-        return direct(g)
-    return g.call_function(kernels.KERNELS[node.op], ins, dict(node.attrs))
+        fresh = node.op in _FRESH or (node.op == "Cast" and node.attrs["to"] != inputs[0].dtype)
+        return direct(g), own if fresh else own.union(*(roots[i] for i in node.inputs))
+    call = g.call_function(kernels.KERNELS[node.op], ins, dict(node.attrs))
+    return call, own.union(*(roots[i] for i in node.inputs)) if node.op in kernels.VIEWS else own
 
 
 Emit = Callable[[fx.Graph], fx.Node]
+# the ops whose direct call (below) always makes a new tensor; Reshape, Transpose and Expand give views
+_FRESH = frozenset(("Binary", "Activation", "MatMul", "Compare", "Where", "Reduce"))
 _BINARY: dict[str, Callable[..., Any]] = {"Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "Div": torch.div,
            "Max": torch.maximum, "Min": torch.minimum, "Pow": torch.pow}
 _COMPARE: dict[str, Callable[..., Any]] = {"Eq": torch.eq, "Ne": torch.ne, "Lt": torch.lt, "Le": torch.le, "Gt": torch.gt, "Ge": torch.ge}

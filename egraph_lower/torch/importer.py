@@ -130,6 +130,8 @@ def _finish(ctx: Context, out_node: fx.Node, placeholders: list[str], counts: di
     index_of = {n: i for i, n in enumerate(placeholders)}
     outputs: list[int] = []
     slots: list[Slot] = []
+    returned: dict[fx.Node, Slot] = {}  # an FX node returned twice is one value, returned twice
+    shared = _shared_storages(out_node, [n for n in items if isinstance(n, fx.Node)])
     for item in items:
         if item is None:
             slots.append(Slot("none"))
@@ -137,22 +139,46 @@ def _finish(ctx: Context, out_node: fx.Node, placeholders: list[str], counts: di
         if not isinstance(item, fx.Node):
             raise ctx.refuse(f"the graph returns {item!r}, not a tensor")
         value = ctx.env.get(item)
-        if isinstance(value, Empty):
+        if item in returned:
+            slots.append(returned[item])
+        elif isinstance(value, Empty):
             slots.append(Slot("empty", shape=value.shape, dtype=value.dtype))
-        elif value is None and item.op == "placeholder":
+        elif item.op == "placeholder":  # the argument itself, passed through
             slots.append(Slot("input", index_of[item.name]))
         elif isinstance(value, int) and not isinstance(value, bool):
-            node = ctx.b.nodes[value]
-            if node.op == "Input" and node.attrs["name"] in index_of:
-                slots.append(Slot("input", index_of[node.attrs["name"]]))
-            else:
-                slots.append(Slot("output", len(outputs)))
-                outputs.append(value)
+            val = ctx.val(item)
+            slots.append(Slot("output", len(outputs), stride=tuple(val.stride()), private=storage(val) not in shared))
+            outputs.append(value)
         else:
             raise ctx.refuse(f"output {item.name} is not a tensor the graph computes")
+        returned.setdefault(item, slots[-1])
     used = _reachable(ctx, outputs)
     graph = validated(Graph([n for n in ctx.b.nodes if n.id in used], outputs, ctx.b.name))
     return Imported(graph, Signature(tuple(placeholders), tuple(slots), returns_tuple, tuple(ctx.masks)), counts)
+
+
+def storage(val: torch.Tensor) -> int:
+    """Which storage a (fake) tensor's elements live in: views and their bases share one."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    return int(StorageWeakRef(val.untyped_storage()).cdata)
+
+
+def _shared_storages(out_node: fx.Node, returned: list[fx.Node]) -> set[int]:
+    """The storages a returned value may not have to itself: a placeholder's, or one that two
+    different returned nodes share (a result and a view of it)."""
+    shared: set[int] = set()
+    seen: set[int] = set()
+    for n in out_node.graph.nodes:
+        val = n.meta.get("val")
+        if n.op == "placeholder" and isinstance(val, torch.Tensor):
+            shared.add(storage(val))
+    for n in dict.fromkeys(returned):
+        val = n.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            key = storage(val)
+            (shared if key in seen else seen).add(key)
+    return shared
 
 
 def _reachable(ctx: Context, outputs: list[int]) -> set[int]:

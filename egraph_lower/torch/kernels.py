@@ -43,7 +43,7 @@ from .kernels_pool import (adaptive_avg_pool2d, adaptive_avg_pool2d_backward, ad
 from .kernels_softmax import log_softmax, log_softmax_backward, mse_loss, mse_loss_backward, softmax, softmax_backward
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
-__all__ = ["KERNELS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
+__all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
            "adaptive_avg_pool2d_backward", "adaptive_pool_weights", "attention", "attention_backward_key",
            "attention_backward_query", "attention_backward_value", "attention_lse", "avg_pool2d", "avg_pool2d_backward",
            "batch_norm_backward_beta", "batch_norm_backward_gamma", "batch_norm_backward_input", "batch_norm_inference",
@@ -188,3 +188,8 @@ def empty(like: Tensor | None, shape: Sequence[int], dtype: str) -> Tensor:
 
 # each op's function, as its declaration names it (`OpDef.torch`)
 KERNELS: dict[str, Callable[..., Any]] = {d.name: globals()[d.torch] for d in OPDEFS.values() if d.torch}
+# the ops whose function may return one of its inputs, or a view of one (the exporter copies such a
+# result where the FX graph promised a tensor of its own: contract.py); every other op's function
+# returns a tensor of its own. tests/test_opdefs.py checks each op's sample against this.
+VIEWS: frozenset[str] = frozenset(("Cast", "Expand", "Reshape", "Transpose", "Reduce", "Slice",
+                                   "Conv2dWeightMatrix", "Conv2dMergeGroups"))

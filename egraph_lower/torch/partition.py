@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 import torch.fx as fx
@@ -33,6 +33,8 @@ class Segment:
     inputs: list[fx.Node] = field(default_factory=list)
     outputs: list[fx.Node] = field(default_factory=list)
     module: torch.nn.Module | None = None  # what runs it; None: its nodes, as PyTorch gave them
+    # views the code after the segment reads, run in PyTorch on their bases after it (see `_replayed`)
+    replay: list[fx.Node] = field(default_factory=list)
 
 
 def probe(node: fx.Node, keep: Collection[str] = ()) -> UnsupportedOp | None:
@@ -112,8 +114,45 @@ def plan(gm: fx.GraphModule, keep: Collection[str] = ()
     for seg in (i for i in items if isinstance(i, Segment)):
         inside = set(seg.nodes)
         seg.inputs = list(dict.fromkeys(a for n in seg.nodes for a in n.all_input_nodes if a not in inside))
-        seg.outputs = [n for n in seg.nodes if any(u not in inside for u in n.users)]
+        seg.outputs, seg.replay = _replayed(seg.nodes, [n for n in seg.nodes if any(u not in inside for u in n.users)])
     return items, refused
+
+
+def _needs_base(node: fx.Node) -> bool:
+    """Whether the code reading `node` may see more of its storage than the value itself: a view into
+    a larger storage, or at an offset (a slice, a select, a split's piece), or not a tensor. A
+    value whose storage is exactly its own elements is given that storage by `contract.as_layout`."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return True
+    if val.numel() == 0:
+        return False
+    extent = 1 + sum((n - 1) * s for n, s in zip(val.shape, val.stride()))
+    return val.storage_offset() != 0 or val.untyped_storage().nbytes() != extent * val.element_size()
+
+
+def _replayed(nodes: list[fx.Node], outputs: list[fx.Node]) -> tuple[list[fx.Node], list[fx.Node]]:
+    """A segment's outputs, and the nodes to run in PyTorch after it: each output that is a view into a
+    larger storage is not returned by the lowered piece (a fresh tensor could not be that view) but
+    recomputed by its own aten op from its base, which the piece returns instead, as PyTorch's graph
+    computes it; the chain goes back through views of views to a value with a storage of its own."""
+    inside = set(nodes)
+    returned = set(outputs)
+    replay: set[fx.Node] = set()
+    work = [o for o in outputs if _needs_base(o)]
+    while work:
+        n = work.pop()
+        if n in replay:
+            continue
+        replay.add(n)
+        returned.discard(n)
+        for a in n.all_input_nodes:
+            if a in inside and a not in replay:
+                if _needs_base(a):
+                    work.append(a)
+                else:
+                    returned.add(a)
+    return [n for n in nodes if n in returned], [n for n in nodes if n in replay]
 
 
 def segment_module(gm: fx.GraphModule, seg: Segment) -> fx.GraphModule:
@@ -148,6 +187,8 @@ def assemble(gm: fx.GraphModule, items: list[fx.Node | Segment]) -> fx.GraphModu
             for k, o in enumerate(item.outputs):
                 env[o] = g.call_function(operator.getitem, (call, k))
                 env[o].meta = dict(o.meta)
+            for n in item.replay:  # views of what it returned, as PyTorch's graph takes them
+                env[n] = g.node_copy(n, lambda x: env[x])
         else:
             if item.op == "get_attr":
                 modules[str(item.target)] = _getattr(gm, str(item.target))
@@ -219,10 +260,10 @@ def split_lowered(graph: Graph, signature: Signature, segments: list[Segment]
         k = 0
         for s in slots:
             if s.kind == "output":
-                new_slots.append(Slot("output", k))
+                new_slots.append(replace(s, index=k))
                 k += 1
             elif s.kind == "input":
-                new_slots.append(Slot("input", position[signature.inputs[s.index]]))
+                new_slots.append(replace(s, index=position[signature.inputs[s.index]]))
             else:
                 new_slots.append(s)
         piece = Graph([n for n in graph.nodes if n.id in used], outputs, graph.name)
