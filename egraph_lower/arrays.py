@@ -13,17 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
-from .dtypes import FLOAT_DTYPES, INT_DTYPES, to_numpy
+from .dtypes import FLOAT_DTYPES, INT_DTYPES, is_bf16, to_numpy
 from .dtypes import round_float as _round_float  # (dtypes' own: round_to uses it too)
 
 _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
 _U64 = np.dtype(np.uint64)
 _BOOL = np.dtype(np.bool_)
-_BF16 = np.dtype(ml_dtypes.bfloat16)
 _F32 = np.dtype(np.float32)
 _U32 = np.dtype(np.uint32)
 
@@ -45,7 +43,7 @@ def _finish(x: Any, dtype: str) -> np.ndarray:
 
 
 def _is_float(a: np.ndarray) -> bool:
-    return a.dtype.kind == "f" or a.dtype == _BF16
+    return a.dtype.kind == "f" or is_bf16(a.dtype)
 
 
 def _f(a: Any) -> np.ndarray:

@@ -1,33 +1,37 @@
 """The command line: `egraph-lower lower|run|backends|rules|explore`.
 
-Bad input of any kind ends with one line on stderr and exit status 2. A run's output files
-are checked before the work starts and written aside, then renamed into place together only
-when the run succeeded (`outputs.Outputs`); a failed run leaves every one of them as it was.
+Bad input of any kind ends with one line on stderr and exit status 2. A run's outputs are
+checked before the work starts; files are written aside, then renamed into place together
+only when the run succeeded (`outputs.Outputs`); a failed run leaves every one of them as it
+was. SIGINT ends a run with exit status 130 and one line, SIGTERM and SIGHUP with 128 plus
+their number, at any moment from the start of `main`: this module imports only the standard
+library's light modules, and everything else is imported inside `signals.held()`, so an
+interruption lands after an import, never inside one (`signals`).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import signal
 import sys
 import time
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from . import backends
-from .egraph.saturate import Iteration, Limits
+from . import signals
 from .errors import LowerError
-from .document import load_graph
-from .extract import EXTRACTORS
-from .outputs import STDOUT, Outputs
 from .text import printable
+
+if TYPE_CHECKING:
+    import argparse
+
+    from .egraph.saturate import Iteration, Limits
 
 PROG = "egraph-lower"
 
 
 def _limits(args: argparse.Namespace) -> Limits:
+    with signals.held():
+        from .egraph.saturate import Limits
     return Limits(iterations=args.max_iterations, enodes=args.max_enodes, seconds=args.timeout)
 
 
@@ -50,14 +54,20 @@ def _summary(text: str) -> str:
 
 
 def cmd_lower(args: argparse.Namespace) -> int:
-    from .lower import LoweringFailed, lower
+    with signals.held():
+        import json
+
+        from . import backends
+        from .document import load_graph
+        from .lower import LoweringFailed, lower
+        from .outputs import STDOUT, Outputs
 
     limits = _limits(args)
     output = args.output or STDOUT
-    summary_to_stdout = STDOUT not in (output, args.report) and not args.quiet  # else to stderr
     with Outputs() as out:
         out.add(output, "graph")
         out.add(args.report, "report")
+        summary_to_stdout = not out.stdout_named and not args.quiet  # else to stderr
         out.add(STDOUT if summary_to_stdout else None, "summary")
         t0 = time.perf_counter()
         graph = load_graph(args.graph)
@@ -89,9 +99,12 @@ def cmd_lower(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .evaluate import evaluate
-    from .memory import check_run_memory
-    from .npz import npz_bytes, read_npz
+    with signals.held():
+        from .document import load_graph
+        from .evaluate import evaluate
+        from .memory import check_run_memory
+        from .npz import npz_bytes, read_npz
+        from .outputs import Outputs
 
     with Outputs() as out:
         out.add(args.output, "arrays")
@@ -104,6 +117,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
+    with signals.held():
+        from . import backends
     for b in backends.all_builtin():
         print(f"{b.name:<6} {b.description}")
     return 0
@@ -112,11 +127,13 @@ def cmd_backends(args: argparse.Namespace) -> int:
 def cmd_rules(args: argparse.Namespace) -> int:
     """The rule catalogue; with --check, every rule checked numerically: the table on stdout, then
     one line on stderr for each rule and dtype that fails, and exit status 1 if any does."""
-    from .rules import ALL_RULES
+    with signals.held():
+        from .rules import ALL_RULES
+
+        if args.check:
+            from .rules.check import check, format_table
 
     if args.check:
-        from .rules.check import check, format_table
-
         results = check(ALL_RULES)
         print(format_table(results))
         failed = [res for res in results if not res.ok]
@@ -131,13 +148,19 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from .explore import explore
+    with signals.held():
+        import json
+
+        from .document import load_graph
+        from .explore import explore
+        from .outputs import STDOUT, Outputs
 
     limits = _limits(args)
     with Outputs() as out:
         for path, what in ((args.json, "JSON report"), (args.html, "HTML report"), (args.dot, "DOT file")):
             out.add(path, what)
-        out.add(None if args.quiet else STDOUT, "summary")
+        summary_to_stdout = not out.stdout_named and not args.quiet  # else to stderr
+        out.add(STDOUT if summary_to_stdout else None, "summary")
         graph = load_graph(args.graph)
         compare = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
         progress = _progress(not args.quiet)
@@ -153,27 +176,35 @@ def cmd_explore(args: argparse.Namespace) -> int:
             out.write(args.html, ex.to_html())
         if args.dot:
             out.write(args.dot, ex.to_dot())
-        if not args.quiet:
+        if summary_to_stdout:
             out.write(STDOUT, _summary(ex.summary()))
         out.commit()
+    if not summary_to_stdout and not args.quiet:
+        sys.stderr.write(_summary(ex.summary()))
     return 0
 
 
 def _add_limits(p: argparse.ArgumentParser) -> None:
+    from .egraph.saturate import Limits
+
     d = Limits()
     p.add_argument("--max-iterations", type=int, default=d.iterations, metavar="N", help=f"default {d.iterations}")
     p.add_argument("--max-enodes", type=int, default=d.enodes, metavar="N", help=f"default {d.enodes:,}")
     p.add_argument("--timeout", type=float, default=d.seconds, metavar="S", help=f"saturation seconds, default {d.seconds:g}")
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors are bad input too: one line on stderr, exit status 2 (`--help` has the usage)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def parser() -> argparse.ArgumentParser:
+    """The command line's parser (it imports argparse, the extractors and `Limits`: call it held)."""
+    import argparse
+
+    from .extract import EXTRACTORS
+
+    class _Parser(argparse.ArgumentParser):
+        """Usage errors are bad input too: one line on stderr, exit status 2 (`--help` has the usage)."""
+
+        def error(self, message: str) -> NoReturn:
+            self.exit(2, f"{self.prog}: error: {message}\n")
+
     p = _Parser(prog=PROG, description="Lower backward ops for a backend by equality saturation.")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -214,11 +245,6 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM and SIGHUP unwind like an error, so every file written aside is removed."""
-    raise SystemExit(128 + signum)
-
-
 def _drop_stdout() -> None:
     """After stdout failed (a full device), send what is left in its buffer nowhere, so that
     Python's own flush at exit adds no second message."""
@@ -231,10 +257,21 @@ def _drop_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _terminate)
+    """The command line (`argv`, or the process's arguments); its exit status.
+
+    As the program (`argv` None) the signals stay ignored once it is done, while Python exits;
+    called with arguments (from Python) it gives their handlers back as they were."""
+    with signals.installed(restore=argv is not None):
+        try:
+            return _main(argv)
+        except KeyboardInterrupt:  # a second one while the first failure was being reported
+            return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
+        with signals.held():  # the parser's imports; each command holds its own the same way
+            args = parser().parse_args(argv)
         return int(args.func(args))
     except LowerError as e:
         _drop_stdout()

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import _BF16, _F64, Args, Attrs, _f, _is_float, _one_line, _round_float
-from .dtypes import FLOAT_DTYPES, to_numpy
+from .arrays import _F64, Args, Attrs, _f, _is_float, _one_line, _round_float
+from .dtypes import FLOAT_DTYPES, bf16, is_bf16, to_numpy
 from .errors import LowerError
 
 
@@ -34,8 +34,8 @@ def _feed_value(name: Any, value: Any, dtype: str, shape: Sequence[int] | None) 
         arr = np.asarray(value)
     except (ValueError, TypeError) as e:
         raise LowerError(f"{what} is not an array: {_one_line(e)}") from None
-    if arr.dtype.kind == "V" and arr.dtype.itemsize == 2 and arr.dtype.fields is None and arr.dtype != _BF16:
-        arr = arr.view(_BF16)
+    if arr.dtype.kind == "V" and arr.dtype.itemsize == 2 and arr.dtype.fields is None and not is_bf16(arr.dtype):
+        arr = arr.view(bf16())
     if shape is not None and arr.shape != tuple(shape):
         raise LowerError(f"{what} has shape {list(arr.shape)}, expected {list(shape)}")
     nd = to_numpy(dtype)

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import _BF16, _one_line
+from .arrays import _one_line
+from .dtypes import bf16
 from .errors import LowerError
 from .outputs import write_atomic
 from .reading import NPZ_BYTES, read_bytes, too_large
@@ -51,7 +52,7 @@ def read_npz(path: str | os.PathLike[str], cap: int = NPZ_BYTES) -> dict[str, np
         raise LowerError(f"{where}: not a valid .npz file ({_one_line(e)})") from None
     for k, a in arrays.items():
         if a.dtype.kind == "V" and a.dtype.itemsize == 2 and a.dtype.fields is None:
-            arrays[k] = a.view(_BF16)
+            arrays[k] = a.view(bf16())
     return arrays
 
 

@@ -1,63 +1,59 @@
-"""A run's output files: checked before the work starts, written aside, committed together.
+"""A run's outputs: checked before the work starts, files written aside, committed together.
 
     with Outputs() as out:
-        out.add(args.output, "graph")        # refused now if it cannot or must not be replaced
+        out.add(args.output, "graph")        # refused now if it cannot or must not be written
         out.add(args.report, "report")
         ... the work ...
-        out.write(args.output, chunks)       # into a hidden file in the target's directory
+        out.write(args.output, chunks)       # a file's into a hidden file in the target's directory
         out.write(args.report, text)
-        out.commit()                         # stdout first, then every file renamed into place
+        out.commit()                         # the streams and stdout first, then every file renamed
 
 What is promised:
-- a target that exists and is not a regular file (a directory, a device, a FIFO, a socket, a
-  symbolic link) is refused; so is a missing or unwritable directory, a path that names no
-  file (empty, or ending in `/`), and one path named for two outputs;
-- the file written aside is made by `mkstemp` in the target's directory (`O_CREAT|O_EXCL`, a
-  random name: it never follows a link planted there nor opens an existing file), and removed
-  on any error, on SIGINT and on the signals the command line turns into exceptions (SIGTERM,
-  SIGHUP); `kill -9` leaves it behind (`.NAME.XXXXXXXX.tmp`, never renamed over anything);
-- each file is flushed to disk (`fsync`) when written; at the commit every target is checked
-  again, then stdout is written, then the files renamed; a failure before the renames leaves
-  every target as it was (the renames are one system call each: a crash between two of them
-  leaves the first renamed, the second not);
-- `-` is stdout; a lone surrogate (which UTF-8 cannot hold) is written as `\\udxxx`;
+- a target that does not exist or is a regular file is a *file*: written to a file made by
+  `mkstemp` in the target's directory (`O_CREAT|O_EXCL`, a random name: it never follows a
+  link planted there nor opens an existing file), flushed to disk (`fsync`) when written,
+  renamed over the target at the commit, and removed on any error, on SIGINT and on the
+  signals the command line turns into exceptions (SIGTERM, SIGHUP); `kill -9` leaves it
+  behind (`.NAME.XXXXXXXX.tmp`, never renamed over anything);
+- a character device (`/dev/null`, a terminal), a FIFO, or a symbolic link to either, is a
+  *stream*: opened for writing when added (a FIFO's open waits for a reader, as a shell's `>`
+  does), written to at the commit, never replaced; so is a descriptor of this process named
+  through `/proc/self/fd` (`/dev/stdout`, `/dev/stderr`, `/dev/fd/N`), written through that
+  descriptor whatever it is; `-`, and any name of descriptor 1, is stdout;
+- anything else is refused: a directory, a block device, a socket, a symbolic link to
+  anything but a device or a FIFO, a missing or unwritable directory, a path that names no
+  file (empty, or ending in `/`), one path (or descriptor) named for two outputs;
+- at the commit every file target is checked again, then the streams are written, then
+  stdout (every file is complete by then), then the files renamed; a failure before the renames
+  leaves every file target as it was (a stream may have taken part of its output: what a
+  device or a pipe took cannot be taken back); the renames are one system call each: a
+  crash between two of them leaves the first renamed, the second not;
+- a lone surrogate (which UTF-8 cannot hold) is written as `\\udxxx`;
 - every failure is a one-line `LowerError`.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
-import signal
+import re
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
+from typing import BinaryIO
 
 from .errors import LowerError
+from .signals import held
 
 STDOUT = "-"
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
+_OWN_FD = re.compile(r"/(?:proc/(self|\d+)/fd|dev/fd)/(\d+)")
 
 Data = str | bytes | Iterable[str]
-
-
-_DEFERRED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-
-
-@contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """SIGINT, SIGTERM and SIGHUP held back while a file aside is made and recorded, or the
-    files renamed: an interruption then comes before or after, never between, so no file
-    aside escapes the cleanup and a renamed output is never reported as not written."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _describe(mode: int) -> str | None:
@@ -67,8 +63,12 @@ def _describe(mode: int) -> str | None:
     return next((what for test, what in _KINDS if test(mode)), "a special file")
 
 
+def _is_stream(mode: int) -> bool:
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
 def check_target(path: str, what: str) -> None:
-    """Refuse a target that exists and is not a regular file (links are not followed)."""
+    """Refuse a file target that exists and is not a regular file (links are not followed)."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -80,6 +80,43 @@ def check_target(path: str, what: str) -> None:
         raise LowerError(f"cannot write {what} {path!r}: it is {kind}, not a regular file")
 
 
+def own_descriptor(path: str) -> int | None:
+    """The descriptor of this process that `path` names through `/proc/self/fd` or `/dev/fd`
+    (itself, or by a chain of symbolic links: `/dev/stdout` is one to `/proc/self/fd/1`)."""
+    p = os.path.abspath(path)
+    for _ in range(40):  # Linux's limit on links followed
+        m = _OWN_FD.fullmatch(p)
+        if m and m.group(1) in (None, "self", str(os.getpid())):
+            return int(m.group(2))
+        try:
+            link = os.readlink(p)
+        except OSError:
+            return None
+        p = os.path.normpath(os.path.join(os.path.dirname(p), link))
+    return None
+
+
+def _is_stream_target(path: str, what: str) -> bool:
+    """True for a stream (a device or a FIFO, or a link to one), False for a file (a regular file
+    or none yet); anything else is refused."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        raise LowerError(f"cannot write {what} {path!r}: {e.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            if _is_stream(os.stat(path).st_mode):
+                return True
+        except OSError:
+            pass  # a dangling link or a loop: refused as a link
+    elif _is_stream(st.st_mode):
+        return True
+    check_target(path, what)
+    return False
+
+
 @dataclass
 class _File:
     target: str
@@ -87,6 +124,14 @@ class _File:
     fd: int
     tmp: str | None  # the file written aside (None once renamed or removed)
     written: bool = False
+
+
+@dataclass
+class _Stream:
+    target: str
+    what: str
+    fd: int  # this run's own descriptor for it (closed at the end)
+    data: Data | None = None
 
 
 def _open_aside(target: str, what: str) -> _File:
@@ -107,51 +152,79 @@ def _open_aside(target: str, what: str) -> _File:
     return _File(target, what, fd, tmp)
 
 
+def _open_stream(target: str, what: str, own: int | None) -> _Stream:
+    where = f"cannot write {what} {target!r}"
+    if own is not None:  # the caller's descriptor: written through, with its offset and flags
+        try:
+            mode = fcntl.fcntl(own, fcntl.F_GETFL) & os.O_ACCMODE
+        except OSError:
+            raise LowerError(f"{where}: descriptor {own} is not open") from None
+        if mode not in (os.O_WRONLY, os.O_RDWR):
+            raise LowerError(f"{where}: descriptor {own} is not open for writing")
+        return _Stream(target, what, os.dup(own))
+    try:  # a FIFO's open waits for a reader, as a shell's `>` does
+        fd = os.open(target, os.O_WRONLY | os.O_NOCTTY)
+    except OSError as e:
+        raise LowerError(f"{where}: {e.strerror}") from None
+    if not _is_stream(os.fstat(fd).st_mode):  # changed since it was looked at: not written through
+        os.close(fd)
+        raise LowerError(f"{where}: it changed while it was opened")
+    return _Stream(target, what, fd)
+
+
 class Outputs:
-    """The output files of one run (see the module's docstring)."""
+    """The outputs of one run (see the module's docstring)."""
 
     def __init__(self) -> None:
         self._files: dict[str, _File] = {}
+        self._streams: dict[str, _Stream] = {}
+        self._keys: dict[str, str] = {}  # each path added -> STDOUT, or the key of its file or stream
         self._stdout: Data | None = None
-        self._stdout_named = False
+
+    @property
+    def stdout_named(self) -> bool:
+        """Whether an output added so far is stdout (`-`, `/dev/stdout`, ...)."""
+        return STDOUT in self._keys.values()
 
     def add(self, path: str | os.PathLike[str] | None, what: str) -> None:
-        """Check `path` now and open the file that will replace it (None: no such output)."""
+        """Check `path` now and open what it will be written to (None: no such output)."""
         if path is None:
             return
         path = os.fspath(path)
-        if path == STDOUT:
-            if self._stdout_named:
+        own = 1 if path == STDOUT else own_descriptor(path)
+        if own == 1:
+            if self.stdout_named:
                 raise LowerError(f"cannot write {what} to stdout: stdout is already named for another output")
-            self._stdout_named = True
+            self._keys[path] = STDOUT
             return
-        if os.path.basename(path) in ("", ".", ".."):
+        if own is None and os.path.basename(path) in ("", ".", ".."):
             raise LowerError(f"cannot write {what} {path!r}: not the path of a file")
-        key = os.path.abspath(path)
-        if key in self._files:
+        key = f"/proc/self/fd/{own}" if own is not None else os.path.abspath(path)
+        if key in self._files or key in self._streams:
             raise LowerError(f"cannot write {what} {path!r}: the same file is named for two outputs")
-        check_target(path, what)
-        with _signals_deferred():
-            self._files[key] = _open_aside(path, what)
+        if own is not None or _is_stream_target(path, what):
+            self._streams[key] = _open_stream(path, what, own)
+        else:
+            with held():
+                self._files[key] = _open_aside(path, what)
+        self._keys[path] = key
 
     def write(self, path: str | os.PathLike[str] | None, data: Data) -> None:
-        """Write an output added before: a file's to its file aside, stdout's kept for the commit."""
+        """Write an output added before: a file's to its file aside; stdout's and a stream's kept
+        for the commit."""
         if path is None:
             return
-        path = os.fspath(path)
-        if path == STDOUT:
+        key = self._keys[os.fspath(path)]
+        if key == STDOUT:
             self._stdout = data
             return
-        f = self._files[os.path.abspath(path)]
+        if key in self._streams:
+            self._streams[key].data = data
+            return
+        f = self._files[key]
         try:
             with os.fdopen(os.dup(f.fd), "wb", closefd=True) as fh:
-                if isinstance(data, bytes):
-                    fh.write(data)
-                elif isinstance(data, str):
-                    fh.write(_utf8(data))
-                else:
-                    for chunk in data:
-                        fh.write(_utf8(chunk))
+                _write(fh, data)
                 fh.flush()
                 os.fsync(fh.fileno())
         except OSError as e:
@@ -159,28 +232,33 @@ class Outputs:
         f.written = True
 
     def commit(self) -> None:
-        """Stdout first, then each written file renamed over its target."""
+        """The streams, then stdout (every file aside is complete by then), then each written
+        file renamed over its target."""
         written = [f for f in self._files.values() if f.written]
         for f in written:  # all again first: any may have changed while the run worked
             check_target(f.target, f.what)
+        for s in self._streams.values():
+            if s.data is not None:
+                _write_stream(s)
         if self._stdout is not None:
             write_stdout(self._stdout)
-        with _signals_deferred():
+        with held():
             for f in written:
                 _rename(f)
             self._discard()
 
     def discard(self) -> None:
-        """Close every file aside and remove the named ones: no target changes."""
-        with _signals_deferred():
+        """Close every file aside and stream and remove the files aside: no target changes."""
+        with held():
             self._discard()
 
     def _discard(self) -> None:
-        for f in self._files.values():
+        for fd in [f.fd for f in self._files.values()] + [s.fd for s in self._streams.values()]:
             try:
-                os.close(f.fd)
+                os.close(fd)
             except OSError:
                 pass
+        for f in self._files.values():
             if f.tmp is not None:
                 try:
                     os.unlink(f.tmp)
@@ -188,6 +266,7 @@ class Outputs:
                     pass
                 f.tmp = None
         self._files.clear()
+        self._streams.clear()
 
     def __enter__(self) -> Outputs:
         return self
@@ -199,6 +278,25 @@ class Outputs:
 def _utf8(text: str) -> bytes:
     """UTF-8, with a lone surrogate (which UTF-8 cannot hold) written as `\\udxxx`."""
     return text.encode("utf-8", "backslashreplace")
+
+
+def _write(fh: BinaryIO, data: Data) -> None:
+    if isinstance(data, bytes):
+        fh.write(data)
+    elif isinstance(data, str):
+        fh.write(_utf8(data))
+    else:
+        for chunk in data:
+            fh.write(_utf8(chunk))
+
+
+def _write_stream(s: _Stream) -> None:
+    assert s.data is not None
+    try:
+        with os.fdopen(s.fd, "wb", closefd=False) as fh:
+            _write(fh, s.data)
+    except OSError as e:  # a full device, a pipe whose reader left
+        raise LowerError(f"cannot write {s.what} {s.target!r}: {e.strerror}") from None
 
 
 def _rename(f: _File) -> None:
@@ -229,7 +327,7 @@ def write_stdout(data: Data) -> None:
 
 
 def write_atomic(path: str | os.PathLike[str], data: Data, what: str = "file") -> None:
-    """One output written safely on its own (checked, aside, renamed)."""
+    """One output written safely on its own (checked, aside, renamed; a stream written to)."""
     with Outputs() as out:
         out.add(path, what)
         out.write(path, data)

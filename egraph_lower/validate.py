@@ -14,11 +14,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from . import ops
-from .dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES
+from .dtypes import DTYPES, FLOAT_MAX, INT_DTYPES
 from .errors import GraphError
 from .graph import FORMAT, Graph, Node
 from .versions import VERSIONS, first_newer
@@ -29,7 +28,6 @@ from .opdefs.meta import is_int as _is_int
 from .opdefs.meta import show as _r
 from .opdefs.meta import show_shape as _s
 
-_FLOAT_MAX = {name: float(ml_dtypes.finfo(DTYPES[name]).max) for name in FLOAT_DTYPES}
 _INT_RANGE = {"i32": (-(1 << 31), (1 << 31) - 1), "i64": (-(1 << 63), (1 << 63) - 1)}
 _TOP_KEYS = {"format", "version", "name", "nodes", "outputs"}
 _NODE_KEYS = {"id", "op", "attrs", "inputs", "shape", "dtype", "name"}
@@ -93,7 +91,7 @@ def _leaves(value: Any, shape: tuple[int, ...]) -> list[Any]:
 
 def _constant(value: Any, shape: tuple[int, ...], dtype: str) -> None:
     """A Constant's value: of the node's shape (or a scalar) and of its dtype."""
-    limit = _FLOAT_MAX.get(dtype, math.inf)
+    limit = FLOAT_MAX.get(dtype, math.inf)
     for v in _leaves(value, shape):
         if dtype == "bool":
             if not isinstance(v, bool):

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from cli_support import EXAMPLE, PRECIOUS
 
 
 @pytest.fixture
@@ -16,3 +19,12 @@ def fresh_dynamo() -> Iterator[None]:
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    """A directory holding the example graph and an existing, precious output (the command-line
+    tests that run it as a subprocess: test_hostile, test_streams, test_signals)."""
+    (tmp_path / "g.json").write_bytes(EXAMPLE.read_bytes())
+    (tmp_path / "out.json").write_bytes(PRECIOUS)
+    return tmp_path

@@ -22,3 +22,10 @@ def test_other_dtypes() -> None:
     assert round_to(0.1, "f64") == 0.1
     assert round_to(3.0, "i32") == 3 and isinstance(round_to(3.0, "i32"), int)
     assert round_to(1.0, "bool") is True
+
+
+def test_the_largest_values_are_the_dtypes_own() -> None:
+    from egraph_lower.dtypes import FLOAT_MAX, to_numpy
+
+    for name, top in FLOAT_MAX.items():
+        assert top == float(ml_dtypes.finfo(to_numpy(name)).max), name

@@ -8,9 +8,9 @@ import json
 import os
 import resource
 import signal
+import socket
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,68 +20,10 @@ import numpy as np
 import pytest
 
 import egraph_lower as el
+from cli_support import EXAMPLE, PRECIOUS, ROOT, chain, cli, command, env, fails_and_keeps, refused
 from egraph_lower.build import GraphBuilder
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "egraph_lower" / "examples" / "mlp_step.json"
 METAL = json.loads((ROOT / "egraph_lower" / "backends" / "metal.json").read_text())
-PRECIOUS = b"precious\n"
-
-
-def command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "egraph_lower.cli", *args]
-
-
-def env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), **extra}
-
-
-def cli(*args: str, cwd: Path, stdout: Any = subprocess.PIPE, extra_env: dict[str, str] | None = None,
-        preexec: Callable[[], None] | None = None, stdin: Any = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command(*args), cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, text=True, stdin=stdin,
-                          env=env(**(extra_env or {})), preexec_fn=preexec, timeout=300)
-
-
-def snapshot(d: Path) -> dict[str, Any]:
-    """Every entry of `d` (not following links): bytes of files, targets of links, kinds of the rest."""
-    out: dict[str, Any] = {}
-    for p in sorted(d.iterdir()):
-        st = p.lstat()
-        if stat.S_ISLNK(st.st_mode):
-            out[p.name] = ("link", os.readlink(p))
-        elif stat.S_ISREG(st.st_mode):
-            out[p.name] = p.read_bytes()
-        elif stat.S_ISDIR(st.st_mode):
-            out[p.name] = ("dir", snapshot(p))
-        else:
-            out[p.name] = ("special", stat.S_IFMT(st.st_mode))
-    return out
-
-
-def refused(r: subprocess.CompletedProcess[str], *expected: str) -> str:
-    """Exit status 2 and exactly one stderr line (holding each of `expected`), no traceback."""
-    assert "Traceback" not in r.stderr, r.stderr
-    lines = r.stderr.splitlines()
-    assert r.returncode == 2 and len(lines) == 1, (r.returncode, r.stderr)
-    for e in expected:
-        assert e in lines[0], lines[0]
-    assert "\x1b" not in r.stderr
-    return lines[0]
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    """A directory holding the example graph and an existing, precious output."""
-    (tmp_path / "g.json").write_bytes(EXAMPLE.read_bytes())
-    (tmp_path / "out.json").write_bytes(PRECIOUS)
-    return tmp_path
-
-
-def fails_and_keeps(work: Path, args: list[str], *expected: str, **kw: Any) -> str:
-    before = snapshot(work)
-    line = refused(cli(*args, cwd=work, **kw), *expected)
-    assert snapshot(work) == before
-    return line
 
 
 # --- output files ---------------------------------------------------------------------------
@@ -97,19 +39,39 @@ def test_a_link_planted_at_the_old_temporary_name_is_not_followed(work: Path) ->
     assert len(links) == 1 and os.readlink(links[0]) == "victim.txt"
 
 
-@pytest.mark.parametrize("kind", ["directory", "fifo", "link", "device"])
+def _block_device() -> str | None:
+    for name in sorted(os.listdir("/dev")):
+        if stat.S_ISBLK(os.lstat(f"/dev/{name}").st_mode):
+            return f"/dev/{name}"
+    return None
+
+
+@pytest.mark.parametrize("kind", ["directory", "link", "link to a directory", "dangling link", "socket",
+                                  "block device"])
 def test_an_output_that_is_not_a_regular_file_is_refused(kind: str, work: Path) -> None:
+    """What is neither a file to replace nor a stream to write to (tests/test_streams.py): a link
+    to a regular file is refused, not written through (a link is never replaced)."""
     target = work / "target"
     if kind == "directory":
         target.mkdir()
-    elif kind == "fifo":
-        os.mkfifo(target)
     elif kind == "link":
         target.symlink_to("out.json")
-    want = {"directory": "a directory", "fifo": "a FIFO", "link": "a symbolic link", "device": "a character device"}
-    path = "/dev/null" if kind == "device" else "target"
-    fails_and_keeps(work, ["lower", "g.json", "-b", "metal", "-o", path], want[kind])
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    elif kind == "link to a directory":
+        (work / "d").mkdir()
+        target.symlink_to("d")
+    elif kind == "dangling link":
+        target.symlink_to("missing.json")
+    elif kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(target))
+    path = "target"
+    if kind == "block device":
+        device = _block_device()
+        if device is None:
+            pytest.skip("no block device in /dev")
+        path = device
+    want = {"directory": "a directory", "socket": "a socket", "block device": "a block device"}.get(kind, "a symbolic link")
+    fails_and_keeps(work, ["lower", "g.json", "-b", "metal", "-o", path], want)
 
 
 @pytest.mark.parametrize("flag", ["-o", "--report"])
@@ -154,14 +116,6 @@ def test_explore_refuses_every_output_before_writing_any(work: Path) -> None:
 def test_run_refuses_an_output_it_cannot_write(work: Path) -> None:
     np.savez(work / "in.npz", x=np.ones((4, 8), np.float32))
     fails_and_keeps(work, ["run", "g.json", "-i", "in.npz", "-o", "missing/o.npz"], "no such directory")
-
-
-def chain(n: int) -> str:
-    b = GraphBuilder(f"chain_{n}")
-    x = b.input("x", [8, 16])
-    for i in range(n):
-        x = b.act_backward(("Sigmoid", "Tanh", "Gelu")[i % 3], x, x)
-    return b.build([x]).to_json()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM])

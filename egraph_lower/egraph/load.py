@@ -26,7 +26,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from egglog import bindings
+from .engine import bindings
 
 from ..errors import LowerError
 from ..graph import Graph, new_node

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from egglog import bindings
+from .engine import bindings
 
 from ..errors import LowerError
 from ..graph import Graph

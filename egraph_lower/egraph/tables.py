@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from egglog import bindings
+from .engine import bindings
 
 from .language import CTORS, LEAF, REF, SCALAR
 

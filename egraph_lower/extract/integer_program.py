@@ -22,6 +22,7 @@ import numpy as np
 
 from ..egraph.tables import Tables
 from ..errors import LowerError
+from ..signals import held
 from .selection import Extraction
 from .tree import TreePass, collect
 from .walks import classes_on_cycles, reachable
@@ -34,8 +35,9 @@ def solve(t: Tables, g: TreePass, kernel: np.ndarray, roots: Sequence[int], seco
     """The choice of least DAG cost among the e-nodes the tree pass `g` found legal ways to
     compute, as the solver left it after at most `seconds`."""
     try:
-        from scipy.optimize import Bounds, LinearConstraint, milp
-        from scipy.sparse import coo_array
+        with held():  # an interruption lands after SciPy's import, not inside it (signals)
+            from scipy.optimize import Bounds, LinearConstraint, milp
+            from scipy.sparse import coo_array
     except ImportError:
         raise LowerError("the exact extractor needs SciPy: pip install 'egraph-lower[exact]'") from None
     nodes = t.nodes_by_class()

@@ -4,6 +4,7 @@ check that every chosen e-node agrees with its class's shape and dtype (`check_c
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,7 +57,17 @@ class ClassMetas(Sequence[Meta | None]):
         return len(self.ids)
 
 
-_MIX = np.random.default_rng(2026).integers(1, 2**63, size=64, dtype=np.int64).astype(np.uint64) | np.uint64(1)
+_MIX_WIDTH = 64  # the widest rows the mix handles
+
+
+@functools.cache
+def _mix() -> np.ndarray:
+    """64 odd multipliers, the same on every run (made on first use: numpy.random's import is
+    20 ms that a graph whose rows all pack never needs)."""
+    rng = np.random.default_rng(2026)
+    return rng.integers(1, 2**63, size=_MIX_WIDTH, dtype=np.int64).astype(np.uint64) | np.uint64(1)
+
+
 _PACKED = 1 << 62  # a packed key stays below this
 
 
@@ -86,8 +97,8 @@ def distinct_rows(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _distinct_mixed(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rows = np.ascontiguousarray(rows)
-    if rows.shape[1] <= len(_MIX):
-        mixed = rows.view(np.uint64) * _MIX[:rows.shape[1]]
+    if rows.shape[1] <= _MIX_WIDTH:
+        mixed = rows.view(np.uint64) * _mix()[:rows.shape[1]]
         h = mixed.sum(axis=1, dtype=np.uint64)
         _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
         inverse = inverse.ravel()

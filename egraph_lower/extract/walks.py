@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from ..egraph.tables import Tables
+from ..signals import held
 
 Successors = Callable[[int], Iterable[int]]
 
@@ -127,8 +128,9 @@ def on_cycles(n_classes: int, source: np.ndarray, target: np.ndarray) -> np.ndar
 
 
 def _components(n_classes: int, source: np.ndarray, target: np.ndarray) -> np.ndarray:
-    from scipy.sparse import coo_array
-    from scipy.sparse.csgraph import connected_components
+    with held():  # an interruption lands after SciPy's import, not inside it (signals)
+        from scipy.sparse import coo_array
+        from scipy.sparse.csgraph import connected_components
 
     flags = np.ones(len(source), dtype=bool)  # (an edge given many times sums to True, never wraps to 0)
     edges = coo_array((flags, (source, target)), shape=(n_classes, n_classes)).tocsr()
