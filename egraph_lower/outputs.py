@@ -320,8 +320,8 @@ def write_stdout(data: Data) -> None:
         else:
             sys.stdout.writelines(data)
         sys.stdout.flush()
-    except BrokenPipeError:
-        raise
+    except BrokenPipeError:  # an output is lost: a failure (the listings' broken pipes are not)
+        raise LowerError("cannot write to stdout: the pipe's reader has closed it") from None
     except OSError as e:
         raise LowerError(f"cannot write to stdout: {e.strerror}") from None
 

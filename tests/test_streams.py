@@ -123,3 +123,18 @@ def test_run_and_explore_write_to_streams(work: Path) -> None:
     assert json.loads(r.stdout)["graph"] == "mlp_step"  # stdout holds the report alone,
     assert "mlp_step" in r.stderr  # the summary went to stderr
     assert sorted(p.name for p in work.iterdir()) == ["g.json", "in.npz", "out.json"]
+
+
+def test_an_output_on_stdout_whose_reader_has_gone_fails_and_renames_nothing(work: Path) -> None:
+    """`-o - | reader` where the reader exits first: the graph is lost, so the run fails (exit 2, one
+    line) and the report, whose rename would come after, is left as it was."""
+    (work / "report.json").write_bytes(PRECIOUS)
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before anything is written
+    try:
+        r = cli("lower", "g.json", "-b", "metal", "-o", "-", "--report", "report.json", cwd=work, stdout=write)
+    finally:
+        os.close(write)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1 and "cannot write to stdout" in r.stderr, r.stderr
+    assert (work / "report.json").read_bytes() == PRECIOUS
