@@ -33,3 +33,6 @@ OPINFO_BACKWARD: dict[tuple[str, str], tuple[str, ...]] = {
     ("nn.functional.avg_pool2d", ""): ("avg_pool2d_backward",),
     ("nn.functional.adaptive_avg_pool2d", ""): ("_adaptive_avg_pool2d_backward",),
 }
+
+# Each family's entries live in a module of its own (tests/opinfo_<family>.py, an ENTRIES dict of the
+# same form), added here one line each.
