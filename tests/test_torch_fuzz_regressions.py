@@ -93,3 +93,17 @@ def test_as_strided_of_a_batch_norm_of_a_transposed_input(target: str) -> None:
         forward="h = self.bn(x0)\nreturn ((h.as_strided((5, 20), (20, 1)) * x1).sum(),)",
         inputs="x0 = torch.randn(5, 3, 2, 5).transpose(-1, -2)\nx1 = torch.randn(5, 20)", args="x0, x1")
     _assert_matches(program, target)
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+def test_a_batch_of_zero_through_convolution_and_max_pooling_runs_lowered(target: str) -> None:
+    """Found by `bench/fuzz_torch.py --seed 0` (a fallback, not a wrong value): the torch kernels of the
+    convolution's columns and weight matrix and of max pooling's backward reshaped with a -1, which is
+    ambiguous when the tensor has no elements, so a step with a batch of 0 raised in the lowered graph
+    and fell back to PyTorch. Every size is spelled out now; the step must run lowered."""
+    program = _program(init="self.conv = nn.Conv2d(3, 4, 3, padding=1)\nself.pool = nn.MaxPool2d(2)",
+                       forward="return ((self.pool(self.conv(x0)) - x1) ** 2).sum(),",
+                       inputs="x0 = torch.randn(0, 3, 8, 8)\nx1 = torch.randn(0, 4, 4, 4)", args="x0, x1")
+    outcome = check(program, target)
+    assert outcome.status == "ok", f"{outcome.kind}\n" + "\n".join(outcome.detail)
+    assert not outcome.fallbacks, outcome.fallbacks

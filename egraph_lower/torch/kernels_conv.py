@@ -7,6 +7,8 @@ a scatter into zeros).
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 
 import torch
@@ -66,12 +68,14 @@ def conv2d_dilate_pad(dy: Tensor, w: Tensor, stride: Sequence[int], padding: Seq
 def conv2d_columns(x: Tensor, w: Tensor, stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
                    groups: int) -> Tensor:
     cols = im2col(x, w.shape[2:], stride, padding, dilation, groups)  # [N, G, R, OH*OW]
-    oh = (x.shape[2] + 2 * padding[0] - dilation[0] * (w.shape[2] - 1) - 1) // stride[0] + 1
-    return cols.reshape(cols.shape[0], groups, cols.shape[2], oh, -1).transpose(2, 3)
+    oh, ow = ((x.shape[2 + i] + 2 * padding[i] - dilation[i] * (w.shape[2 + i] - 1) - 1) // stride[i] + 1
+              for i in (0, 1))
+    # every size spelled out: a -1 is ambiguous when the tensor has no elements (a batch of 0)
+    return cols.reshape(cols.shape[0], groups, cols.shape[2], oh, ow).transpose(2, 3)
 
 
 def conv2d_weight_matrix(w: Tensor, groups: int) -> Tensor:
-    return w.reshape(groups, 1, w.shape[0] // groups, -1)
+    return w.reshape(groups, 1, w.shape[0] // groups, math.prod(w.shape[1:]))
 
 
 def conv2d_merge_groups(t: Tensor) -> Tensor:

@@ -36,7 +36,8 @@ def max_pool2d_backward(dy: Tensor, indices: Tensor, kernel: Sequence[int], stri
                         ceil_mode: bool = False) -> Tensor:
     n, c, h, w = input_shape
     dx = torch.zeros((n, c, h * w), dtype=dy.dtype, device=dy.device)
-    dx.scatter_add_(2, indices.reshape(n, c, -1), dy.reshape(n, c, -1))
+    cells = indices.shape[2] * indices.shape[3]  # not -1: ambiguous when there are no elements
+    dx.scatter_add_(2, indices.reshape(n, c, cells), dy.reshape(n, c, cells))
     return dx.reshape(n, c, h, w)
 
 
