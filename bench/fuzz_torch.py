@@ -7,7 +7,8 @@ compiled for every target in a child process, which is killed and replaced when 
 takes more than `--timeout` CPU seconds (counted as timed out). Prints, per target, how many steps
 raised, differed from eager, timed out, and how many differed or raised under `aot_eager` the same
 way (PyTorch's behaviour, not the backend's: not failures); then each kind of failure once, shrunk by
-hypothesis for up to `--shrink` seconds, as a standalone reproducer (`--out DIR` writes them too).
+hypothesis for up to `--shrink` seconds, as a standalone reproducer (`--out DIR` writes them too, and
+each new kind's first program, unshrunk, as `found_N.py` the moment it is found).
 """
 
 from __future__ import annotations
@@ -155,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
             if o.status in FAILED:
                 choices = tuple(current_build_context().data.choices)
                 f = failures.get(o.kind)
+                if f is None and args.out:  # unshrunk, at once: a long run's failures can be studied while it runs
+                    _write(args.out / f"found_{len(failures) + 1}.py", Failure(o.kind, program, choices), target, program)
                 if f is None or len(program.source) < len(f.program.source):
                     failures[o.kind] = f = Failure(o.kind, program, choices, f.targets if f else Counter(), o.detail)
                 f.targets[target] += 1
@@ -185,12 +188,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n=== failure {k + 1}: {f.kind}\n    on {dict(f.targets)}; reproducer (shrunk) for {target}:")
         print(shrunk.reproducer(target))
         if args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / f"failure_{k + 1}.py").write_text(f"# {f.kind}\n# on {dict(f.targets)}\n"
-                                                         + shrunk.reproducer(target))
+            _write(args.out / f"failure_{k + 1}.py", f, target, shrunk)
     worker.stop()
     print("\ncoverage (programs with each feature):", ", ".join(f"{n} {k}" for k, n in features.most_common()))
     return 1 if failures else 0
+
+
+def _write(path: Path, f: Failure, target: str, program: Program) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"# {f.kind}\n# on {dict(f.targets)}\n" + program.reproducer(target))
 
 
 def _shrink(worker: Worker, f: Failure, target: str, args: argparse.Namespace) -> Program:
