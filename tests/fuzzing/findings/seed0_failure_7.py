@@ -1,0 +1,167 @@
+# differed result: values
+# on {'wgpu': 1}
+"""Run a fuzzed training step and compare two runs: the fuzzer's and each reproducer's code.
+
+A reproducer is this file's text, then the program (`make()`, `step()`, `KEEP`, `DTYPE`), then a
+`__main__` block; so it imports nothing but torch (and egraph_lower for the backend), and what
+it runs is exactly what the fuzzer ran.
+"""
+
+import torch
+import torch.nn as nn  # noqa: F401  (the programs use them)
+import torch.nn.functional as F  # noqa: F401
+
+
+def _define_custom_ops() -> None:
+    """`fuzz::scale` (x * 2, its gradient fuzz::scale too): never mapped, so it cuts a graph forward and
+    backward. Its result has x's layout, in its real and its fake form alike."""
+    if hasattr(torch.ops.fuzz, "scale"):
+        return
+
+    @torch.library.custom_op("fuzz::scale", mutates_args=())
+    def scale(x: torch.Tensor) -> torch.Tensor:
+        return torch.empty_like(x).copy_(x).mul_(2.0)
+
+    @scale.register_fake
+    def _(x: torch.Tensor) -> torch.Tensor:
+        return torch.empty_like(x)
+
+    scale.register_autograd(lambda ctx, g: torch.ops.fuzz.scale(g), setup_context=lambda ctx, inputs, output: None)
+
+
+_define_custom_ops()
+
+
+def run(make, step, backend=None, seed=0, double=False):  # type: ignore[no-untyped-def]
+    """One step of a fresh model on fresh inputs, eager (`backend` None) or compiled with `backend`;
+    everything a step leaves: its results, every gradient, every buffer, every input, the results'
+    aliasing (`double`: the model and inputs in float64, the reference of half-precision programs)."""
+    model, inputs = make()
+    if double:
+        model = model.double()
+        inputs = tuple(x.detach().double().requires_grad_(x.requires_grad) if x.is_floating_point() else x
+                       for x in inputs)
+    fn = step if backend is None else torch.compile(step, backend=backend, dynamic=False)
+    torch.manual_seed(seed)
+    out = fn(model, *inputs)
+    state = {f"result {k}": o for k, o in enumerate(out)}
+    state.update({f"gradient of {n}": p.grad for n, p in model.named_parameters()})
+    state.update({f"gradient of input {k}": x.grad for k, x in enumerate(inputs) if x.requires_grad})
+    state.update({f"buffer {n}": b for n, b in model.named_buffers()})
+    state.update({f"input {k} after the step": x for k, x in enumerate(inputs)})
+    named = [(f"input {k}", x) for k, x in enumerate(inputs)] + [(f"result {k}", o) for k, o in enumerate(out)]
+    for k, o in enumerate(out):
+        if isinstance(o, torch.Tensor):
+            same = [n for n, x in named if x is o and n != f"result {k}"]
+            shared = [n for n, x in named if isinstance(x, torch.Tensor) and x is not o and x.numel() and o.numel()
+                      and x.untyped_storage().data_ptr() == o.untyped_storage().data_ptr()]
+            state[f"aliasing of result {k}"] = f"is {same}, shares storage with {shared}"
+    return state
+
+
+def _strides(t: torch.Tensor) -> tuple[int, ...]:
+    """The strides that say something: of dims longer than 1 (PyTorch leaves the others to chance)."""
+    return () if t.numel() == 0 else tuple(s for s, n in zip(t.stride(), t.shape) if n > 1)
+
+
+def compare(got, want, ref=None, strides=True):  # type: ignore[no-untyped-def]
+    """What differs between two runs' states, one line each: dtype, shape, strides, requires_grad,
+    aliasing, values (floats: rtol 1e-4, 1e-7 in float64, atol rtol times the tensor's largest value plus
+    1e-5, 1e-10 in float64).
+    `ref` (the same step in float64) forgives a float value that is no further from ref than twice
+    want's own largest error from ref plus 4 ulps of ref's largest value: what a different order of
+    roundings gives, in half precision, or where a gradient is rounding noise about 0."""
+    diffs = []
+    for key, w in want.items():
+        g = got.get(key)
+        if not isinstance(w, torch.Tensor) or not isinstance(g, torch.Tensor):
+            if type(g) is not type(w) or (not isinstance(w, torch.Tensor) and g != w):
+                diffs.append(f"{key}: {g!r} where eager has {w!r}")
+            continue
+        if (g.shape, g.dtype, g.requires_grad) != (w.shape, w.dtype, w.requires_grad):
+            diffs.append(f"{key}: shape, dtype, requires_grad {tuple(g.shape)} {g.dtype} {g.requires_grad}"
+                         f" where eager has {tuple(w.shape)} {w.dtype} {w.requires_grad}")
+            continue
+        if strides and _strides(g) != _strides(w):
+            diffs.append(f"{key}: strides {g.stride()} where eager has {w.stride()} (shape {tuple(w.shape)})")
+        g, w = g.detach(), w.detach()
+        if not w.is_floating_point():
+            if not torch.equal(g, w):
+                diffs.append(f"{key}: {int((g != w).sum())} of {w.numel()} elements differ ({w.dtype})")
+            continue
+        # float64: 1e-7, since the erf and atan approximations of backends without them are float32-accurate
+        # in float64 too (egraph_lower/rules/approximations.py). The absolute floor is the project's
+        # training tolerance (tests/torch_steps.py) in float32: a gradient that is zero but for rounding
+        # (a bias before a batch norm) is noise of the size of the terms that cancel, not of itself.
+        rtol, floor = (1e-7, 1e-10) if w.dtype == torch.float64 else (1e-4, 1e-5)
+        scale = w.abs().nan_to_num(0, 0, 0).amax().item() if w.numel() else 0.0
+        bad = ~torch.isclose(g, w, rtol=rtol, atol=rtol * scale + floor, equal_nan=True)
+        if ref is not None and bad.any():  # no worse than twice eager's own error, plus 4 ulps
+            r = ref[key].detach().to(torch.float64)
+            err_w = (w.double() - r).abs().nan_to_num(0, 0, 0).amax().item()
+            tol = 2 * err_w + 4 * torch.finfo(w.dtype).eps * r.abs().nan_to_num(0, 0, 0).amax().item()
+            bad &= ((g.double() - r).abs() > tol) & ~(g.isnan() & w.isnan())
+        if bad.any():
+            err = (g.double() - w.double()).abs().nan_to_num(float("inf"), float("inf"), float("inf"))
+            diffs.append(f"{key}: {int(bad.sum())} of {w.numel()} values differ, max abs error"
+                         f" {err.amax().item():.3g} (eager's largest {w.abs().amax().item():.3g})")
+    return diffs
+
+
+# ---- the program
+DTYPE = torch.float32
+REFERENCE = True  # the same step in float64 is comparable (no dropout masks to draw)
+KEEP = ()
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.m3 = nn.GroupNorm(1, 1, affine=False, dtype=torch.float32)
+        self.m5 = nn.Conv2d(1, 4, 3, padding=1, dtype=torch.float32)
+        self.m7 = nn.GroupNorm(2, 4, dtype=torch.float32)
+        self.m10 = nn.BatchNorm2d(4, momentum=0.5, affine=False, dtype=torch.float32).eval()
+        self.m12 = nn.GroupNorm(1, 4, affine=True, dtype=torch.float32)
+        self.register_buffer('b15', torch.ones((), dtype=torch.float32))
+
+    def forward(self, x0):
+        h1 = x0.view(2, 2, 1, 4, 5)
+        h2 = h1.mean(4, keepdim=False)
+        h4 = self.m3(x0)
+        h6 = self.m5(h4)
+        h8 = self.m7(h6)
+        h9 = torch.relu(h8)
+        h11 = self.m10(h9)
+        h11.sigmoid_()
+        h13 = self.m12(h11)
+        h13.mul_(0.5)
+        loss14 = h13.sum()
+        self.b15.mul_(0.9)
+        self.b15.add_(h13.detach().mean() * 0.1)
+        return (loss14, h11.detach(), h11 > 0,)
+
+
+def make():
+    torch.manual_seed(0)
+    model = Model()
+    model.m10.running_mean.uniform_(-1, 1)
+    model.m10.running_var.uniform_(0.5, 2)
+    x0 = torch.randn((1, 1, 4, 5)).to(torch.float32).expand((4, 1, 4, 5))
+    return model, (x0,)
+
+
+def step(model, *inputs):
+    results = model(*inputs)
+    results[0].backward()
+    return results
+
+
+if __name__ == "__main__":
+    import warnings
+    import egraph_lower.torch as elt
+    want = run(make, step)
+    ref = run(make, step, double=True) if REFERENCE else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = run(make, step, elt.backend('wgpu', keep_in_pytorch=KEEP))
+    print("\n".join(compare(got, want, ref)) or "no difference")
