@@ -6,9 +6,11 @@
     ...
     print(be.summary())
 
-Through AOTAutograd, without decompositions, so aten's backward ops
-(`threshold_backward`, `sigmoid_backward`, `native_batch_norm_backward`, ...) reach
-the importer as they are. Each graph is imported, lowered with `egraph_lower.lower`
+Through AOTAutograd, so aten's backward ops (`threshold_backward`, `sigmoid_backward`,
+`native_batch_norm_backward`, ...) reach the importer as they are. The only decompositions
+it applies are PyTorch's Core ATen ones of forward ops the importer does not map
+(`decompose.py`: `stack`, `mv`, `index_add`, ...; never a backward, Core ATen, mapped
+or kept op), so those reach it as the Core ATen ops they stand for. Each graph is imported, lowered with `egraph_lower.lower`
 (through a process-wide cache, `cache.py`), exported and run in PyTorch. A graph with
 ops outside the mapping is split around them: those ops run in PyTorch as they are;
 the runs of mappable ops between them are lowered together, as one graph, and cut back
@@ -39,6 +41,7 @@ from ..egraph.saturate import Limits
 from ..errors import LowerError
 from ..graph import Graph
 from . import cache
+from .decompose import decompositions
 from .common import Imported, Signature, UnsupportedOp
 from .exporter import export_graph
 from .guard import Guarded, boxed_graph, symbolic_reason
@@ -82,10 +85,12 @@ class TorchBackend:
         # The partitioner of `aot_eager` (and inductor): the same graphs, so a step costs what it costs
         # there, plus what the lowering changes. Input mutations (batch norm's running statistics) stay
         # outside the graph: it returns the new values and AOTAutograd copies them in, since the format
-        # has values, not buffers to write.
+        # has values, not buffers to write. The decompositions: PyTorch's Core ATen table restricted to
+        # the forward ops the importer does not map and the user does not keep (decompose.py says why).
         self._aot = aot_autograd(fw_compiler=self._compiler("forward"), bw_compiler=self._compiler("backward"),
                                  inference_compiler=self._compiler("inference"),
                                  partition_fn=min_cut_rematerialization_partition,
+                                 decompositions=decompositions(self.keep_in_pytorch),
                                  keep_inference_input_mutations=False)
 
     def __call__(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:

@@ -1,0 +1,45 @@
+"""The Core ATen coverage table of docs/torch.md (`egraph_lower/torch/coverage.py`) is the one the
+mapping gives, and the mapping and the reasons name overloads torch has."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from egraph_lower.torch import coverage  # noqa: E402
+from egraph_lower.torch.mappings import HANDLERS  # noqa: E402
+
+
+def test_the_table_in_docs_torch_md_is_the_one_the_mapping_gives() -> None:
+    text = coverage.DOC.read_text()
+    assert coverage.written(text) == text, (
+        "docs/torch.md's Core ATen table is out of date: run python -m egraph_lower.torch.coverage --write")
+
+
+def test_every_handler_names_an_overload_torch_has() -> None:
+    missing = sorted(name for name in HANDLERS if coverage.overload(name) is None)
+    assert not missing, f"handlers registered for overloads torch 2.13 does not have: {missing}"
+
+
+def test_each_reason_is_for_an_unmapped_core_aten_overload() -> None:
+    core = set(coverage.core_overloads())
+    assert not set(coverage.REASONS) - core, "a reason for an overload that is not Core ATen"
+    assert not set(coverage.REASONS) & set(HANDLERS), "a reason for an overload that is mapped: remove it"
+
+
+def test_the_table_lists_every_core_aten_overload_once() -> None:
+    names = [name for name, _, _ in coverage.rows()]
+    assert len(names) == len(set(names)) > 150
+    assert {"aten.add.Tensor", "aten.convolution.default", "aten.nonzero.default"} <= set(names)
+    assert all(torch.Tag.core in coverage.overload(n).tags for n in names)
+    by = {name: (mapped, why) for name, mapped, why in coverage.rows()}
+    assert by["aten.add.Tensor"][0] and not by["aten.add.Tensor"][1]
+    assert by["aten.nonzero.default"] == ("", coverage.REASONS["aten.nonzero.default"])
+
+
+def test_overload_names_what_torch_has_and_only_that() -> None:
+    assert coverage.overload("aten.add.Tensor") is torch.ops.aten.add.Tensor
+    assert coverage.overload("prims.convert_element_type.default") is torch.ops.prims.convert_element_type.default
+    assert coverage.overload("aten.add.NoSuchOverload") is None
+    assert coverage.overload("aten.no_such_op.default") is None
