@@ -64,9 +64,12 @@ def test_conv_group_norm_silu_trains_as_eager(target: str, layout: str, group_no
     x, y = torch.randn(2, 3, 8, 8), torch.randn(2, 8, 8, 8)
     if layout == "channels_last":
         eager, x = eager.to(memory_format=CHANNELS_LAST), x.to(memory_format=CHANNELS_LAST)
-    keep = GROUP_NORM if group_norm == "kept in PyTorch" else ()
-    be = _compare_training(eager, x, y, target, keep_in_pytorch=keep)
+    # mapped, group norm and its backward run lowered: strict, nothing may be left in PyTorch
+    options = {"keep_in_pytorch": GROUP_NORM} if group_norm == "kept in PyTorch" else {"strict": True}
+    be = _compare_training(eager, x, y, target, **options)
     assert sum(g.replaced for g in be.graphs) >= 1, be.summary()  # something did run lowered
+    if group_norm == "as mapped":
+        assert not be.unlowered_ops, be.summary()
 
 
 @pytest.mark.parametrize("target", ["metal", "wgpu"])

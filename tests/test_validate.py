@@ -160,6 +160,11 @@ ALL_OPS = doc(
     node(258, "AttentionBackwardKey", [250, 251, 252, 254, 255, 256, 253], [2, 5, 4], F, {"scale": 0.5}),
     node(259, "AttentionBackwardValue", [250, 251, 254, 256, 253], [2, 5, 2], F),
     node(260, "SafeSoftmax", [250], [2, 3, 4], F, {"axis": -1}),
+    # group norm (ops-normloss: ids 700-799)
+    inp(700, [2, 4, 3], name="gx"), inp(701, [4], name="gw"), inp(702, [2, 2], name="gm"),
+    node(703, "GroupNorm", [700, 701, 701], [2, 4, 3], F, {"groups": 2, "eps": 1e-5}),
+    node(704, "GroupNormBackwardInput", [700, 701, 702, 702, 700], [2, 4, 3], F, {"groups": 2}),
+    node(705, "GroupNormBackwardWeight", [700, 702, 702, 700], [4], F, {"groups": 2}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260],
     name="all ops",

@@ -43,6 +43,7 @@ from ..evaluate import apply
 from . import ALL_RULES
 from .approximations import ATAN_MAX_ABS_ERROR, ERF_MAX_ABS_ERROR
 from .domains import BN_EPS, DTYPES, EPS, FLOOR, SCALES, TINY, UNDERFLOW_X, domain, lhs_ctor, lhs_kind, round_to
+from .domains import GROUP_SCALES
 from .dsl import App, Lit, Rule, Term, Var
 
 
@@ -165,6 +166,8 @@ def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray, dtype: str) -> n
             return np.maximum(np.maximum(np.abs(ref), np.abs(f["dy"])), terms)
         if label in SCALES:
             return SCALES[label](f)
+        if label in GROUP_SCALES:  # the group count is a primitive of the environment
+            return GROUP_SCALES[label](f, int(cast(int, env["groups"])))
         if label in ("Conv2d", "Conv2dBwdInput", "Conv2dBwdWeight"):  # a sum: its scale is the sum of |terms|
             return np.abs(eval_term(rule.lhs, {**env, **{k: np.abs(v) for k, v in f.items()}}, "f64"))
         if label in _LINEAR_IN_DY:  # sums of dy terms: the op itself applied to |dy|

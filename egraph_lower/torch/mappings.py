@@ -4,11 +4,15 @@ parametrised activations and slicing, pooling, convolution, attention, masks and
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from . import aten, aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool, aten_softmax
+from . import aten_groupnorm
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
 
 __all__ = ["HANDLERS", "get_attr"]
-FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool,
+FAMILIES: tuple[ModuleType, ...] = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool,
             aten_softmax)  # registered by importing them
+FAMILIES += (aten_groupnorm,)

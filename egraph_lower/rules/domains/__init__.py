@@ -24,9 +24,11 @@ from .index import dropout_domain, embedding_domain, nll_domain, slice_domain
 from .normalization import NORM_SCALES, bn_domain, bntrain_domain, layernorm_domain
 from .pool import pool_domain
 from .softmax_loss import mse_domain, softmax_domain
+from .groupnorm import GROUP_SCALES, groupnorm_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
            "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
+__all__ += ["GROUP_SCALES"]
 
 # the sampling domains an op's declaration may name (`OpDef.domain`)
 DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
@@ -46,6 +48,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "activation_params": param_activation_domain,
     "slice": slice_domain,
     "attention": attention_domain,
+    "groupnorm": groupnorm_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
