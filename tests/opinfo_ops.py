@@ -38,3 +38,5 @@ OPINFO_BACKWARD: dict[tuple[str, str], tuple[str, ...]] = {
 # same form), added here one line each.
 from opinfo_normloss import ENTRIES as _normloss  # noqa: E402
 OPINFO_BACKWARD.update(_normloss)
+from opinfo_convpool import ENTRIES as _convpool  # noqa: E402
+OPINFO_BACKWARD.update(_convpool)

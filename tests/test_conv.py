@@ -246,7 +246,10 @@ def test_the_explore_report_shows_each_backends_choice_per_convolution() -> None
     plain = _chosen(str(BACKENDS_DIR / "conv_no_transpose.json"))
     neither = _chosen(str(BACKENDS_DIR / "conv_neither.json"))
     assert metal["Conv2dBackwardInput"]["rules"] == ["conv-bwd-input-transpose"]
-    assert plain["Conv2dBackwardInput"]["rules"] == ["conv-bwd-input-conv"]
+    # the same Conv2d of the spread-out dy and the flipped weight, reached directly or through the
+    # transposed convolution (conv-bwd-input-transpose, then conv-transpose-conv): one e-node, either name
+    assert plain["Conv2dBackwardInput"]["rules"] in (["conv-bwd-input-conv"], ["conv-transpose-conv"])
+    assert {"Conv2d", "Conv2dDilatePad", "Conv2dFlipWeight"} <= set(plain["Conv2dBackwardInput"]["ops"])
     assert {"Conv2dDilatePad", "MatMul"} <= set(neither["Conv2dBackwardInput"]["ops"])
     assert neither["Conv2d"]["rules"] == ["conv-im2col"] and "Conv2d" not in metal and "Conv2d" not in plain
     for chosen in (metal, plain, neither):

@@ -366,3 +366,41 @@ def recorded_graphs(case: Case, target: str = "cpu", strict: bool = True) -> dic
     if len(record) != len(be.graphs):
         raise RuntimeError(f"{case.name}: {len(be.graphs)} FX graphs gave {len(record)} format graphs")
     return {g.name: dataclasses.replace(r, name=f"{case.name}_{g.name}") for g, r in zip(be.graphs, record)}
+
+
+# ---- issue 20's convolution and pooling models (ops-convpool)
+
+def _gn_block(cin: int, cout: int, groups: int = 4) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.GroupNorm(groups, cout), nn.SiLU())
+
+
+class UNet(nn.Module):
+    """A one-level UNet: (Conv2d, GroupNorm, SiLU) at full size, AvgPool2d down, the same block at half
+    size, a stride-2 ConvTranspose2d up (kernel 3, padding 1, output padding 1: back to the full size),
+    the skip concatenated with it, a block, a 1x1 Conv2d head."""
+
+    def __init__(self, c: int = 8) -> None:
+        super().__init__()
+        self.inc, self.down, self.mid = _gn_block(3, c), nn.AvgPool2d(2), _gn_block(c, 2 * c)
+        self.up = nn.ConvTranspose2d(2 * c, c, 3, stride=2, padding=1, output_padding=1)
+        self.out, self.head = _gn_block(2 * c, c), nn.Conv2d(c, 2, 1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        skip = self.inc(x)
+        h = self.up(self.mid(self.down(skip)))
+        return self.head(self.out(torch.cat([h, skip], dim=1)))
+
+
+def _regress(model: nn.Module, batch: tuple[Tensor, ...]) -> Tensor:
+    *inputs, target = batch
+    return F.mse_loss(model(*inputs), target)
+
+
+def _unet_batch(g: torch.Generator) -> tuple[Tensor, ...]:
+    return torch.randn(2, 3, 8, 8, generator=g), torch.randn(2, 2, 8, 8, generator=g)
+
+
+# name -> (case, the aten ops that stay in PyTorch for now: GroupNorm is ops-normloss's op, not yet merged)
+CONVPOOL_CASES: dict[str, tuple[Case, tuple[str, ...]]] = {
+    "unet": (Case("unet", UNet, _unet_batch, _regress), ("native_group_norm", "native_group_norm_backward")),
+}

@@ -265,7 +265,7 @@ OPS: tuple[OpDef, ...] = (
     OpDef("ConvTranspose2d", ("dy", "w"), _COMMON + (_shape4("output_shape"),), _backward_input("output_shape"),
           _input_grad("output_shape"),
           (Ctor("ConvT2d", "ConvTranspose2d", _FIELDS + (ints("output_shape"),), 2, (head("ConvTranspose2d"),)),),
-          domain=None, torch="conv_transpose2d", sample=({**_SAMPLE, "output_shape": list(_X[0])}, (_DY, _W))),
+          domain="conv", torch="conv_transpose2d", sample=({**_SAMPLE, "output_shape": list(_X[0])}, (_DY, _W))),
     OpDef("Im2Col", ("x",), (Attr("kernel", _pair_check("kernel", 1).check),) + _COMMON, _im2col, _op_im2col,
           (Ctor("Im2Col", "Im2Col", (ints("kernel"),) + _FIELDS, 1, (head("Im2Col"),)),), domain=None,
           torch="im2col", sample=({**_SAMPLE, "kernel": [3, 2]}, (_X,))),

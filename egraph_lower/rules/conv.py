@@ -15,6 +15,10 @@ x is multiplied only with the output channels of group g.
   and its channel axes swapped within each group:
   dx[c, h] = sum_{o, a} w[o, c, a] dy[o, (h + p - a d)/s]  (where s divides it)
            = sum_{o, a'} w[o, c, k-1-a'] z[o, h + a' d],  z[t] = dy[(t - d(k-1) + p)/s].
+- conv-transpose-conv: the transposed convolution (a model's ConvTranspose2d, the adjoint in x
+  of Conv2d from its output shape) computes the values of the input gradient above, and is the
+  same plain convolution of x spread out by the stride and padded, with the flipped weight
+  (a backend without a transposed-convolution kernel; Conv2d then lowers on its own).
 - conv-im2col: the forward convolution as a batched MatMul: per sample, group and
   output row, the group's filters [Og, Cg*KH*KW] times the unfolded input
   [Cg*KH*KW, OW]; the [N, G, OH, Og, OW] result regrouped to [N, O, OH, OW].
@@ -59,6 +63,9 @@ RULES: tuple[Rule, ...] = (
     rule("conv-bwd-input-conv", "d conv / dx = conv(dilate_pad(dy), flip(w)), stride 1, no padding",
          "(Conv2dBackwardInput s p d g ishape dy w)",
          f"(Conv2d {_ONE} [0,0] d g (Conv2dDilatePad s p d ishape dy w) (Conv2dFlipWeight g w))", group="backward"),
+    rule("conv-transpose-conv", "conv_transpose(x, w) = conv(dilate_pad(x), flip(w)), stride 1, no padding",
+         "(ConvTranspose2d s p d g oshape x w)",
+         f"(Conv2d {_ONE} [0,0] d g (Conv2dDilatePad s p d oshape x w) (Conv2dFlipWeight g w))", group="forward"),
     rule("conv-im2col", "conv(x, w) = merge(w_matrix @ columns(x)), per sample, group and output row",
          "(Conv2d s p d g x w)",
          "(Conv2dMergeGroups (MatMul (Conv2dWeightMatrix g w) (Conv2dColumns s p d g x w)))", group="forward"),

@@ -6,10 +6,22 @@
   Conv2dBackwardInput, Conv2dBackwardWeight and the bias gradient (Reduce Sum of dy over
   N, H, W) are emitted; the others are None, as torch returns them.
 
+Transposed convolutions (`transposed=True`, w [C_in, C_out/groups, KH, KW]): the forward is
+ConvTranspose2d, whose output shape (torch's, with the output padding) is the node's. It is the
+adjoint in x of Conv2d(., w) from that output shape, so its gradients are, by definition,
+plain convolution ops with the same attributes:
+    <ConvT(x, w), dy> = <x, Conv2d(dy, w)>   =>   dx = Conv2d(dy, w),   dw = Conv2dBackwardWeight(dy, x)
+(the weight gradient of Conv2d(dy, w) paired with x). Conv2d of the output shape has
+H + floor(op / s) rows along an axis with output padding op: x's H and no more unless the
+output padding reaches the stride (torch allows op < max(stride, dilation)). Then torch's
+transposed convolution is that of x extended by floor(op / s) rows of zeros (the rows it does
+not have contribute nothing), so x enters the three ops extended by a Pad, and dx is that
+convolution's first H rows (a Slice).
+
 1-D convolutions ([N, C, L], weights [O, C/groups, K]) are the same ops on height 1: x, w
 and dy are reshaped to [N, C, 1, L], [O, C/groups, 1, K], [N, O, 1, L'] (stride, padding
-and dilation 1, 0, 1 along the height) and the results reshaped back. Transposed
-convolutions (ConvTranspose1d/2d modules) and 3-D ones are refused with a reason.
+and dilation 1, 0, 1 along the height, output padding 0) and the results reshaped back.
+3-D convolutions are refused with a reason.
 """
 
 from __future__ import annotations
@@ -21,8 +33,6 @@ from .context import Context
 
 
 def _params(ctx: Context, a: dict[str, Any], rank: int) -> dict[str, Any]:
-    if a["transposed"]:
-        raise ctx.refuse("a transposed convolution (only Conv1d/Conv2d's convolution is mapped)")
     if rank not in (3, 4):
         raise ctx.refuse(f"a rank-{rank} convolution input (only 1-D and 2-D convolutions are mapped)")
     n, out = rank - 2, {}
@@ -47,17 +57,71 @@ def _back(ctx: Context, nid: int, shape: tuple[int, ...]) -> int:
     return nid if ctx.shape(nid) == shape else ctx.add("Reshape", (nid,), {"shape": list(shape)})
 
 
+def _rows(size: int, k: int, s: int, p: int, d: int) -> int:
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _extension(x: tuple[int, ...], w: tuple[int, ...], out: tuple[int, ...], attrs: dict[str, Any]) -> list[int]:
+    """Per spatial axis, the zero rows x is extended by so that Conv2d(., w) from the transposed
+    convolution's output shape `out` gives x's size: floor(output padding / stride)."""
+    s, p, d = (attrs[k] for k in ("stride", "padding", "dilation"))
+    return [_rows(out[2 + i], w[2 + i], s[i], p[i], d[i]) - x[2 + i] for i in (0, 1)]
+
+
+def _extend(ctx: Context, nid: int, ext: list[int]) -> int:
+    for i, e in enumerate(ext):
+        if e > 0:
+            nid = ctx.add("Pad", (nid,), {"axis": 2 + i, "before": 0, "after": e})
+    return nid
+
+
+def _transposed_shape(ctx: Context, x: int, w: int, a: dict[str, Any], attrs: dict[str, Any], rank: int) -> list[int]:
+    """The transposed convolution's output shape (as 4-D) from torch's output_padding."""
+    xs, ws = ctx.shape(x), ctx.shape(w)
+    op = [int(e) for e in a["output_padding"]]
+    if len(op) == 1:
+        op = [0] + op if rank == 3 else op * 2
+    if len(op) != 2 or any(e < 0 for e in op):
+        raise ctx.refuse(f"output_padding {a['output_padding']}")
+    s, p, d = (attrs[k] for k in ("stride", "padding", "dilation"))
+    size = [(xs[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (ws[2 + i] - 1) + op[i] + 1 for i in (0, 1)]
+    return [xs[0], ws[1] * attrs["groups"], *size]
+
+
 @handles("convolution.default")
 def _convolution(ctx: Context, a: dict[str, Any]) -> int:
     dt = ctx.out_dtype()
     x, w = (ctx.cast(ctx.t(a[k]), dt) for k in ("input", "weight"))
-    attrs = _params(ctx, a, len(ctx.shape(x)))
-    y = ctx.add("Conv2d", (_as_2d(ctx, x), _as_2d(ctx, w)), attrs)
+    rank = len(ctx.shape(x))
+    attrs = _params(ctx, a, rank)
+    x, w = _as_2d(ctx, x), _as_2d(ctx, w)
+    if a["transposed"]:
+        out = _transposed_shape(ctx, x, w, a, attrs, rank)
+        x = _extend(ctx, x, _extension(ctx.shape(x), ctx.shape(w), tuple(out), attrs))
+        y = ctx.add("ConvTranspose2d", (x, w), {**attrs, "output_shape": out})
+    else:
+        y = ctx.add("Conv2d", (x, w), attrs)
     if a["bias"] is not None:
         o = ctx.shape(y)[1]
         bias = ctx.add("Reshape", (ctx.cast(ctx.t(a["bias"]), dt),), {"shape": [1, o, 1, 1]})
         y = ctx.add("Binary", (y, bias), {"op": "Add"})
     return _back(ctx, y, ctx.out()[0])
+
+
+def _transposed_backward(ctx: Context, dy: int, x: int, w: int, attrs: dict[str, Any],
+                         mask: list[bool]) -> tuple[Any, Any]:
+    """dx = Conv2d(dy, w) and dw = Conv2dBackwardWeight(dy, x) (x extended, dx cropped, where the
+    output padding reaches the stride: see the module's docstring)."""
+    ext = _extension(ctx.shape(x), ctx.shape(w), ctx.shape(dy), attrs)
+    dx = dw = None
+    if mask[0]:
+        dx = ctx.add("Conv2d", (dy, w), attrs)
+        for i, e in enumerate(ext):
+            if e > 0:
+                dx = ctx.add("Slice", (dx,), {"axis": 2 + i, "start": 0, "end": ctx.shape(x)[2 + i], "step": 1})
+    if mask[1]:
+        dw = ctx.add("Conv2dBackwardWeight", (dy, _extend(ctx, x, ext)), {**attrs, "weight_shape": list(ctx.shape(w))})
+    return dx, dw
 
 
 @handles("convolution_backward.default")
@@ -69,11 +133,14 @@ def _convolution_backward(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
     x, w, dy = _as_2d(ctx, x0), _as_2d(ctx, w0), _as_2d(ctx, dy0)
     mask = list(a["output_mask"])
     out: list[Any] = [None, None, None]
-    if mask[0]:
-        dx = ctx.add("Conv2dBackwardInput", (dy, w), {**attrs, "input_shape": list(ctx.shape(x))})
+    if a["transposed"]:
+        dx, dw = _transposed_backward(ctx, dy, x, w, attrs, mask)
+    else:
+        dx = ctx.add("Conv2dBackwardInput", (dy, w), {**attrs, "input_shape": list(ctx.shape(x))}) if mask[0] else None
+        dw = ctx.add("Conv2dBackwardWeight", (x, dy), {**attrs, "weight_shape": list(ctx.shape(w))}) if mask[1] else None
+    if dx is not None:
         out[0] = ctx.cast(_back(ctx, dx, ctx.shape(x0)), ctx.out(0)[1])
-    if mask[1]:
-        dw = ctx.add("Conv2dBackwardWeight", (x, dy), {**attrs, "weight_shape": list(ctx.shape(w))})
+    if dw is not None:
         out[1] = ctx.cast(_back(ctx, dw, ctx.shape(w0)), ctx.out(1)[1])
     if mask[2]:
         db = ctx.add("Reduce", (dy,), {"op": "Sum", "axes": [0, 2, 3]})

@@ -2,7 +2,9 @@
 
 Grouped and depthwise convolutions, strides that skip input rows and columns (positions no tap
 reads, whose gradient is 0), padding past the kernel's reach, dilation, asymmetric kernels and a 1-D
-convolution as height 1, each only for the rules whose lhs matches it. Values of mixed magnitudes
+convolution as height 1, each only for the rules whose lhs matches it. Transposed convolutions are
+checked on the same cases, their x of the shape of the convolution's dy and their output of x's
+(output padding: the rows the stride skips). Values of mixed magnitudes
 (1e-3 to 1e2, both signs) with exact zeros: a channel of x and a sample of dy all 0.
 """
 
@@ -57,12 +59,14 @@ def conv_domain(rule: Rule, dtype: str) -> list[dict[str, object]]:
     envs = []
     for xs, ws, s, p, d, g in CONV_CASES:
         attrs: dict[str, object] = {"stride": s, "padding": p, "dilation": d, "groups": g, "input_shape": list(xs),
-                                    "weight_shape": list(ws)}
+                                    "output_shape": list(xs), "weight_shape": list(ws)}
         x, w = values(xs), values(ws)
         dy = values(apply("Conv2d", attrs, [x, w], "f64").shape)
         x[:, 1] = 0.0
         dy[-1] = 0.0
         arrays = {"x": x, "w": w, "dy": dy}
+        if language.CTORS[lhs.ctor].op == "ConvTranspose2d":  # its x has the shape of a convolution's dy
+            arrays = {"x": dy, "w": w}
         first = arrays[lhs.args[0].name if isinstance(lhs.args[0], Var) else "x"].shape
         env = _conv_fields(rule, attrs, first)
         if env is not None:
