@@ -36,3 +36,5 @@ OPINFO_BACKWARD: dict[tuple[str, str], tuple[str, ...]] = {
 
 # Each family's entries live in a module of its own (tests/opinfo_<family>.py, an ENTRIES dict of the
 # same form), added here one line each.
+from opinfo_index import ENTRIES as _index  # noqa: E402
+OPINFO_BACKWARD.update(_index)

@@ -160,8 +160,20 @@ ALL_OPS = doc(
     node(258, "AttentionBackwardKey", [250, 251, 252, 254, 255, 256, 253], [2, 5, 4], F, {"scale": 0.5}),
     node(259, "AttentionBackwardValue", [250, 251, 254, 256, 253], [2, 5, 2], F),
     node(260, "SafeSoftmax", [250], [2, 3, 4], F, {"axis": -1}),
+    # indexing (version 3)
+    node(400, "Flip", [0], [2, 3], F, {"axis": 1}),
+    node(401, "Index", [0, 30], [2, 2], F, {"axis": 1}),
+    node(402, "IndexPut", [0, 30, 401], [2, 3], F, {"axis": -1, "accumulate": True}),
+    node(403, "Index2", [0, 30, 30], [2], F, {"axis": 0}),
+    node(404, "IndexPut2", [0, 30, 30, 403], [2, 3], F, {"axis": 0, "accumulate": False}),
+    node(405, "Index3", [64, 30, 30, 30], [1, 2], F, {"axis": 1}),
+    node(406, "IndexPut3", [64, 30, 30, 30, 405], [1, 1, 4, 4], F, {"axis": 1, "accumulate": True}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
-             257, 258, 259, 260],
+             257, 258, 259, 260,
+             400,
+             402,
+             404,
+             406],
     name="all ops",
 )
 

@@ -41,6 +41,7 @@ from .kernels_pool import (adaptive_avg_pool2d, adaptive_avg_pool2d_backward, ad
                            avg_pool2d_backward, max_pool2d, max_pool2d_backward, max_pool2d_indices, max_pool2d_one_hot,
                            pool_weights)
 from .kernels_softmax import log_softmax, log_softmax_backward, mse_loss, mse_loss_backward, softmax, softmax_backward
+from .kernels_indexing import flip, index, index2, index3, index_put, index_put2, index_put3
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -57,7 +58,14 @@ __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", 
            "max_pool2d_backward", "max_pool2d_indices", "max_pool2d_one_hot", "mse_loss", "mse_loss_backward",
            "nll_loss", "nll_loss_backward", "nll_loss_total_weight", "pad", "pool_weights", "reduce", "relu_backward",
            "reshape", "rms_norm", "rms_norm_backward_input", "rms_norm_backward_weight", "safe_softmax", "scatter_add",
-           "slice_", "slice_backward", "softmax", "softmax_backward", "take", "transpose", "where"]
+           "slice_", "slice_backward", "softmax", "softmax_backward", "take", "transpose", "where",
+           "flip",
+           "index",
+           "index2",
+           "index3",
+           "index_put",
+           "index_put2",
+           "index_put3"]
 
 
 def _dtype(name: str) -> torch.dtype:

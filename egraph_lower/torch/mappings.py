@@ -5,10 +5,12 @@ parametrised activations and slicing, pooling, convolution, attention, masks and
 from __future__ import annotations
 
 from . import aten, aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool, aten_softmax
+from . import aten_indexing
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
 
 __all__ = ["HANDLERS", "get_attr"]
 FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool,
-            aten_softmax)  # registered by importing them
+            aten_softmax,
+            aten_indexing)  # registered by importing them
