@@ -10,6 +10,11 @@ ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("scatter_add", ""): ("gather",),
     ("index_select", ""): ("index_add",),
     ("index_add", ""): ("index_select",),
+    ("scatter", ""): ("scatter",),  # scatter.value: the gradient of x zeroes the written positions
+    ("scatter_reduce", "sum"): ("gather",),
+    ("scatter_reduce", "mean"): ("scatter_reduce",),
+    ("scatter_reduce", "amax"): ("scatter_reduce",),
+    ("scatter_reduce", "amin"): ("scatter_reduce",),
     ("flip", ""): ("flip",),
     ("fliplr", ""): ("flip",),
     ("flipud", ""): ("flip",),

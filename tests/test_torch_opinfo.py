@@ -82,7 +82,8 @@ def _expressible(opinfo: Any, s: Any) -> bool:
 
 # ops whose index argument may be a mask (bool or uint8): a mask selects as many positions as it holds
 # true values (aten's nonzero: a shape known only at run time), and the format has no uint8 dtype
-_INDEXED = frozenset({"__getitem__", "index_put", "gather", "scatter_add", "index_select", "index_add"})
+_INDEXED = frozenset({"__getitem__", "index_put", "gather", "scatter_add", "index_select", "index_add", "scatter",
+                      "scatter_reduce"})
 
 
 def _samples(opinfo: Any, dtype: Any) -> list[Any]:

@@ -15,12 +15,13 @@ from collections.abc import Iterable
 from . import activations, batchnorm, conv, forward, index, mse, norm, parametrised, pool, slicing, softmax
 from . import attention
 from . import indexing
+from . import scatter
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
                                + index.RULES + norm.RULES + parametrised.RULES + slicing.RULES + pool.RULES
                                + conv.RULES + attention.RULES
-                               + indexing.RULES)
+                               + indexing.RULES + scatter.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

@@ -13,6 +13,9 @@ Decisions (checked against torch 2.13's CPU kernels; opdefs/indexing.py states t
   reads one position and keeps the axis ([1]); a 0-d x is taken as [1] (one position) and reshaped back.
 - `index_add(x, dim, i, src, alpha)`: `IndexPut{dim, accumulate}` of alpha * src (the same sum).
 - `flip(x, dims)`: one `Flip` per dim of size > 1 (flipping an axis of one element changes nothing).
+- `scatter.src` / `scatter.value` (the value as a src of the index's shape): `Scatter`; `scatter_reduce.two`:
+  `ScatterReduce` (an integer mean is refused: aten floor-divides, the rules' expansion divides floats);
+  0-d operands as [1], the result reshaped back.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from ..dtypes import FLOAT_DTYPES
 from .aten_index import _rank1
 from .context import Context
 from .registry import handles
@@ -116,3 +120,36 @@ def _flip(ctx: Context, a: dict[str, Any]) -> int:
         if shape[d] > 1:
             x = ctx.add("Flip", (x,), {"axis": d})
     return x
+
+
+def _scatter_operands(ctx: Context, a: dict[str, Any], src: int) -> tuple[int, int, int, int]:
+    """(x, index, src, axis) with 0-d operands as [1] (aten takes them as one position)."""
+    x = _rank1(ctx, ctx.cast(ctx.t(a["self"]), ctx.out_dtype()))
+    return x, _rank1(ctx, ctx.t(a["index"])), _rank1(ctx, src), int(a["dim"]) % len(ctx.shape(x))
+
+
+def _reshaped(ctx: Context, nid: int) -> int:
+    shape = ctx.out()[0]
+    return nid if ctx.shape(nid) == shape else ctx.add("Reshape", (nid,), {"shape": list(shape)})
+
+
+@handles("scatter.src", "scatter.value")
+def _scatter(ctx: Context, a: dict[str, Any]) -> int:
+    dt = ctx.out_dtype()
+    if "src" in a:
+        src = ctx.cast(ctx.t(a["src"]), dt)
+    else:  # a scalar value: the src of the index's shape holding it
+        index_shape = ctx.shape(ctx.t(a["index"]))
+        src = ctx.expand(ctx.const(a["value"], dt), index_shape)
+    x, index, src, axis = _scatter_operands(ctx, a, src)
+    return _reshaped(ctx, ctx.add("Scatter", (x, index, src), {"axis": axis}))
+
+
+@handles("scatter_reduce.two")
+def _scatter_reduce(ctx: Context, a: dict[str, Any]) -> int:
+    if a["reduce"] == "mean" and ctx.out_dtype() not in FLOAT_DTYPES:
+        raise ctx.refuse("an integer mean (aten floor-divides; the expansion of backends without the kernel "
+                         "divides floats)")
+    x, index, src, axis = _scatter_operands(ctx, a, ctx.cast(ctx.t(a["src"]), ctx.out_dtype()))
+    attrs = {"axis": axis, "reduce": str(a["reduce"]), "include_self": bool(a["include_self"])}
+    return _reshaped(ctx, ctx.add("ScatterReduce", (x, index, src), attrs))

@@ -41,7 +41,7 @@ from .kernels_pool import (adaptive_avg_pool2d, adaptive_avg_pool2d_backward, ad
                            avg_pool2d_backward, max_pool2d, max_pool2d_backward, max_pool2d_indices, max_pool2d_one_hot,
                            pool_weights)
 from .kernels_softmax import log_softmax, log_softmax_backward, mse_loss, mse_loss_backward, softmax, softmax_backward
-from .kernels_indexing import flip, index, index2, index3, index_put, index_put2, index_put3
+from .kernels_indexing import flip, index, index2, index3, index_put, index_put2, index_put3, scatter, scatter_reduce
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -65,7 +65,9 @@ __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", 
            "index3",
            "index_put",
            "index_put2",
-           "index_put3"]
+           "index_put3",
+           "scatter",
+           "scatter_reduce"]
 
 
 def _dtype(name: str) -> torch.dtype:

@@ -45,3 +45,11 @@ def index_put2(x: Tensor, i0: Tensor, i1: Tensor, values: Tensor, axis: int, acc
 
 def index_put3(x: Tensor, i0: Tensor, i1: Tensor, i2: Tensor, values: Tensor, axis: int, accumulate: bool) -> Tensor:
     return _put(x, (i0, i1, i2), values, axis, accumulate)
+
+
+def scatter(x: Tensor, index: Tensor, src: Tensor, axis: int) -> Tensor:
+    return torch.scatter(x, axis, index.long(), src.to(x.dtype))
+
+
+def scatter_reduce(x: Tensor, index: Tensor, src: Tensor, axis: int, reduce: str, include_self: bool) -> Tensor:
+    return torch.scatter_reduce(x, axis, index.long(), src.to(x.dtype), reduce, include_self=bool(include_self))

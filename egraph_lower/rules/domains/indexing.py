@@ -1,4 +1,4 @@
-"""The domain of the indexing ops: Flip, Index(2, 3), IndexPut(2, 3) and ScatterAdd.
+"""The domain of the indexing ops: Flip, Index(2, 3), IndexPut(2, 3), ScatterAdd, Scatter and ScatterReduce.
 
 Values of mixed signs and magnitudes with NaN, +-inf and -0.0 among them (a data movement must carry
 each as it is; a one-hot sum must not turn 0 * inf into NaN where nothing is written); indices with
@@ -82,14 +82,28 @@ _SCATTER_CASES = (((4, 5), 0, (6, 5), (6, 5)), ((4, 5), 1, (4, 7), (4, 7)), ((3,
                   ((4, 5), 0, (2, 3), (3, 5)), ((3, 4, 2), 1, (2, 3, 1), (2, 3, 2)), ((4, 3), 0, (0, 3), (0, 3)))
 
 
+def _scatter_attrs(ctor: str) -> list[dict[str, object]]:
+    """The attributes beyond the axis a node of the scatter constructor may have (the rule's literals pick)."""
+    if ctor != "ScatterReduce":
+        return [{}]
+    return [{"reduce": r, "include_self": keep} for r in ("sum", "prod", "mean", "amax", "amin")
+            for keep in (True, False)]
+
+
 def _scatter(rule: Rule, dtype: str, rng: np.random.Generator) -> list[Env]:
+    """ScatterAdd, Scatter, ScatterReduce: the sums over values without NaN or infinities (their error is
+    measured against the sum of magnitudes), the others (a selection, max and min) with them."""
+    assert isinstance(rule.lhs, App)
     envs: list[Env] = []
     for xs, axis, ishape, sshape in _SCATTER_CASES:
-        bound = bound_fields(rule, {"axis": axis}, xs, (xs, ishape, sshape))
-        if bound is not None:
+        for extra in _scatter_attrs(rule.lhs.ctor):
+            bound = bound_fields(rule, {"axis": axis, **extra}, xs, (xs, ishape, sshape))
+            if bound is None:
+                continue
+            special = extra.get("reduce", "sum" if rule.lhs.ctor == "ScatterAddAt" else "") in ("amax", "amin", "", "mean")
             index = rng.integers(0, xs[axis % len(xs)], size=ishape)
-            envs.append({**bound, "x": _values(rng, xs, dtype, special=False), "index": index,
-                         "src": _values(rng, sshape, dtype, special=False)})
+            envs.append({**bound, "x": _values(rng, xs, dtype, special), "index": index,
+                         "src": _values(rng, sshape, dtype, special)})
     return envs
 
 
@@ -100,7 +114,7 @@ def indexing_domain(rule: Rule, dtype: str) -> list[Env]:
     rng = np.random.default_rng(19)
     if ctor == "Flip":
         return _flip(rule, dtype, rng)
-    if ctor.startswith("ScatterAdd"):
+    if ctor.startswith("Scatter"):
         return _scatter(rule, dtype, rng)
     put = ctor.startswith("IndexPut")
     k = int(ctor[-1]) if ctor[-1].isdigit() else 1
