@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .dtypes import round_to
-from .egraph.language import LEAF, SCALAR, TWINS, encode
+from .egraph.language import LEAF, SCALAR, TWINS, encode, input_shapes
 from .egraph.tables import MAX_ARITY, Tables
 from .extract import ClassMetas, Decoded, Extraction, distinct_rows
 from .extract.walks import post_order
@@ -50,7 +50,8 @@ def is_own(t: Tables, n: int, node: Node, graph: Graph) -> bool:
     if node.op in ("Input", "Param", "Constant"):
         return t.ctor[n] == LEAF and t.fields[n][0] == node.id
     first = graph.by_id[node.inputs[0]].shape if node.inputs else ()
-    ctor, fields = encode(node, len(first), first)
+    shapes = input_shapes(node.op, lambda: tuple(graph.by_id[i].shape for i in node.inputs))
+    ctor, fields = encode(node, len(first), first, shapes)
     return t.ctor[n] in (ctor, TWINS.get(ctor)) and t.fields[n] == fields and t.children[n] == tuple(t.ref[i] for i in node.inputs)
 
 
@@ -94,9 +95,10 @@ def _own_sigs(t: Tables, graph: Graph, origin: list[Node]) -> np.ndarray:
             out[i] = sig_ids.get((LEAF, (node.id,)), -1)
             continue
         first = by_id[node.inputs[0]].shape if node.inputs else ()
-        key = (node.op, attrs_key(node.attrs), first)
+        shapes = input_shapes(node.op, lambda: tuple(by_id[i].shape for i in node.inputs))
+        key = (node.op, attrs_key(node.attrs), first, shapes)
         if key not in cache or key[1] is None:
-            ctor, fields = encode(node, len(first), first)
+            ctor, fields = encode(node, len(first), first, shapes)
             own = sig_ids.get((ctor, fields), -1)
             if own < 0 and ctor in TWINS:
                 own = sig_ids.get((TWINS[ctor], fields), -1)

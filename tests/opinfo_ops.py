@@ -40,3 +40,5 @@ from opinfo_normloss import ENTRIES as _normloss  # noqa: E402
 OPINFO_BACKWARD.update(_normloss)
 from opinfo_convpool import ENTRIES as _convpool  # noqa: E402
 OPINFO_BACKWARD.update(_convpool)
+from opinfo_index import ENTRIES as _index  # noqa: E402
+OPINFO_BACKWARD.update(_index)

@@ -108,10 +108,10 @@ def _sample_problems(d: OpDef, kernels: dict[str, Any] | None) -> list[str]:
     rank = len(metas[0][0])
     node = Node(0, d.name, tuple(range(1, len(metas) + 1)), shape, dtype or "f32", dict(attrs), None)
     if OPDEFS.get(d.name) is d:  # the e-graph language is derived from the registered declarations
-        ctor, fields = language.encode(node, rank, metas[0][0])
+        ctor, fields = language.encode(node, rank, metas[0][0], tuple(m[0] for m in metas))
         op, back = language.decode(ctor, fields)
         again = Node(0, op, node.inputs, shape, node.dtype, back, None)
-        if op != d.name or language.encode(again, rank, metas[0][0]) != (ctor, fields):
+        if op != d.name or language.encode(again, rank, metas[0][0], tuple(m[0] for m in metas)) != (ctor, fields):
             out.append(f"{d.name}: encode/decode do not round-trip ({ctor} {fields} -> {op} {back})")
     if kernels is not None and d.torch in kernels:
         import torch

@@ -62,7 +62,8 @@ def _expressible(opinfo: Any, s: Any) -> bool:
     cannot state run in PyTorch as they are (tests/test_torch_fallback.py): a negative `eps` (layer
     and batch norm take eps >= 0), the softmax of a 0-d tensor (Softmax needs an axis), NLL loss
     of an input without a batch axis, convolution with padding="same" (aten pads it with
-    constant_pad_nd, which is not mapped), a divisor_override <= 0. Left out as well: layer norm
+    constant_pad_nd, which is not mapped), a divisor_override <= 0, an index op's bool or uint8
+    index (`_INDEXED`). Left out as well: layer norm
     over one element, whose gradient is 0 as the difference of two terms of size |dy*w|/sqrt(eps):
     eager's formula cancels them exactly, the expansion leaves an ulp of them (3.7e-5 in f32 for
     terms of about 300), over assert_close's absolute tolerance of 1e-5."""
@@ -74,7 +75,15 @@ def _expressible(opinfo: Any, s: Any) -> bool:
                 or (name.endswith("nll_loss") and s.input.dim() < 2)
                 or (name.endswith("conv2d") and isinstance(kw.get("padding"), str))
                 or (isinstance(divisor, int) and divisor <= 0)
-                or (name.endswith("layer_norm") and math.prod(s.args[0]) == 1))
+                or (name.endswith("layer_norm") and math.prod(s.args[0]) == 1)
+                or any(isinstance(t, torch.Tensor) and t.dtype in (torch.bool, torch.uint8)
+                       for t in pytree.tree_leaves((s.args, s.kwargs)) if name in _INDEXED))
+
+
+# ops whose index argument may be a mask (bool or uint8): a mask selects as many positions as it holds
+# true values (aten's nonzero: a shape known only at run time), and the format has no uint8 dtype
+_INDEXED = frozenset({"__getitem__", "index_put", "gather", "scatter_add", "index_select", "index_add", "scatter",
+                      "scatter_reduce"})
 
 
 def _samples(opinfo: Any, dtype: Any) -> list[Any]:

@@ -28,9 +28,10 @@ from typing import Any
 from ..graph import Node
 from ..opdefs import CTORS as _CTORS
 from ..opdefs import OPDEFS
-from ..opdefs.base import WHOLE, Ctor, Field, OpDef, same
+from ..opdefs.base import INPUTS, WHOLE, Ctor, Field, OpDef, same
 
-__all__ = ["Ctor", "CTORS", "LEAF", "SCALAR", "REF", "TWINS", "declarations", "encode", "decode", "plain"]
+__all__ = ["ALL_SHAPES", "Ctor", "CTORS", "LEAF", "SCALAR", "REF", "TWINS", "declarations", "encode", "decode",
+           "input_shapes", "plain"]
 
 TWIN_SUFFIX = "Kernel"
 # plain constructor -> its kernel-only twin, for the ops some rule may rewrite away
@@ -148,9 +149,26 @@ def _encoder(d: OpDef) -> Encoder:
 _ENCODERS: dict[str, Encoder] = {name: _encoder(d) for name, d in OPDEFS.items() if d.ctors}
 
 
-def encode(node: Node, rank_of_first_input: int, shape_of_first_input: tuple[int, ...] = ()) -> tuple[str, tuple[Any, ...]]:
+# the ops with a field that reads every input's shape (`Field.shaped == INPUTS`: the scatter and
+# index-put expansions need the index's shape as well as the first input's)
+ALL_SHAPES: frozenset[str] = frozenset(d.name for d in OPDEFS.values() for c in d.ctors for f in c.fields
+                                       if f.shaped == INPUTS)
+
+
+def input_shapes(op: str, shapes: Callable[[], tuple[tuple[int, ...], ...]]) -> tuple[tuple[int, ...], ...] | None:
+    """Every input's shape (`shapes()`) for an op of `ALL_SHAPES`, else None (nothing else reads them)."""
+    return shapes() if op in ALL_SHAPES else None
+
+
+def encode(node: Node, rank_of_first_input: int, shape_of_first_input: tuple[int, ...] = (),
+           shapes: tuple[tuple[int, ...], ...] | None = None) -> tuple[str, tuple[Any, ...]]:
     """The constructor and primitive fields of an original (non-leaf) node. Only a constructor with a
-    `shaped` field reads the first input's shape (batch norm's [C, 1, ..., 1])."""
+    `shaped` field reads the first input's shape (batch norm's [C, 1, ..., 1]); an op of `ALL_SHAPES`
+    reads every input's (`shapes`), and each of its shaped fields gets them all."""
+    if node.op in ALL_SHAPES:
+        if shapes is None:
+            raise ValueError(f"{node.op}: encoding needs every input's shape")
+        return _ENCODERS[node.op](node.attrs, rank_of_first_input, shapes)  # type: ignore[arg-type]
     return _ENCODERS[node.op](node.attrs, rank_of_first_input, shape_of_first_input)
 
 

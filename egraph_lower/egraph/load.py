@@ -33,7 +33,7 @@ from ..graph import Graph, new_node
 from ..opdefs import OPDEFS
 from ..ops import LEAF_OPS
 from ..rules.dsl import Rule
-from .language import CTORS, LEAF, REF, TWINS, declarations, encode
+from .language import CTORS, LEAF, REF, TWINS, declarations, encode, input_shapes
 
 LOAD, LOWER = "load", "lower"
 HALF_DTYPES = ("f16", "bf16")
@@ -143,7 +143,8 @@ def rows(graph: Graph, rules: Sequence[Rule] = (), half_math: str = "float32") -
             out.setdefault(LEAF, []).append(str(node.id))
             continue
         first = by_id[node.inputs[0]].shape if node.inputs else ()
-        ctor, fields = encode(node, len(first), first)
+        shapes = input_shapes(node.op, lambda: tuple(by_id[i].shape for i in node.inputs))
+        ctor, fields = encode(node, len(first), first, shapes)
         cells = [str(node.id), *(_cell(f) for f in fields), *(str(i) for i in node.inputs)]
         if node.dtype in HALF_DTYPES and ctor in TWINS and label(node.op, node.attrs) in lowered:
             mask = "".join("1" if by_id[i].dtype in HALF_DTYPES else "0" for i in node.inputs)

@@ -20,6 +20,8 @@ from . import (activation, batchnorm, conv, elementwise, index, layout, leaves, 
                reduce, slicing, softmax)
 from . import attention
 from . import groupnorm
+from . import indexing
+from . import scatter
 from .base import Ctor, Head, OpDef
 
 
@@ -46,7 +48,8 @@ def register(defs: Iterable[OpDef]) -> dict[str, OpDef]:
 
 FAMILIES: tuple[tuple[OpDef, ...], ...] = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, reduce.OPS, (batchnorm.FORWARD,),
             activation.BACKWARD, batchnorm.BACKWARD, softmax.OPS, log_softmax.OPS, mse.OPS, index.OPS, nll.OPS,
-            norm.OPS, slicing.OPS, pool.OPS + pool.BACKWARD, conv.OPS, conv.BACKWARD, attention.OPS)
+            norm.OPS, slicing.OPS, pool.OPS + pool.BACKWARD, conv.OPS, conv.BACKWARD, attention.OPS,
+            indexing.OPS, scatter.OPS)
 FAMILIES += (groupnorm.OPS,)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}

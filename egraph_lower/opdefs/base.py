@@ -34,6 +34,7 @@ Sample = tuple[Mapping[str, Any], tuple[Meta, ...]]
 
 STRING, F64, I64 = "String", "f64", "i64"  # the egglog sorts of primitive fields
 WHOLE = "*"  # a derived Field's `source` that means: encode from all the node's attributes (a mapping)
+INPUTS = "inputs"  # a Field's `shaped` that means: encode from every input's shape (a tuple of shapes)
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class Field:
     decode: Callable[[Any], Any] | None
     default: Any = None
     source: str | None = None
-    shaped: bool = False
+    shaped: bool | str = False  # INPUTS: the op's shaped fields get every input's shape, not the first's
 
     @property
     def attr(self) -> str:

@@ -28,6 +28,7 @@ from ..arrays import Args, Attrs, _convert, _f, _finish, _round_float
 from ..dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES
 from ..errors import LowerError
 from .base import F64, I64, STRING, Attr, Ctor, Field, Meta, OpDef, derived, head, integer, ints_text, number
+from .indexing import SCATTER_ADD_FIELDS
 from .meta import attr_check, float_dtype, is_int, one_of, show, show_shape
 
 
@@ -243,9 +244,12 @@ OPS: tuple[OpDef, ...] = (
     OpDef("Gather", ("x", "index"), (_AXIS,), _gather, _op_gather,
           (Ctor("Gather", "Gather", (integer("axis"),), 2, (head("Gather"),)),), domain=None, torch="gather",
           sample=({"axis": 1}, (((2, 3), "f32"), ((2, 2), "i64")))),
+    # a loaded ScatterAdd is a ScatterAddAt, whose fields (every input's shape, `indexing.py`) its one-hot
+    # expansion reads; the rules that build a ScatterAdd (embedding's, slicing's) build the plain one
     OpDef("ScatterAdd", ("x", "index", "src"), (_AXIS,), _scatter_add, _op_scatter_add,
-          (Ctor("ScatterAdd", "ScatterAdd", (integer("axis"),), 3, (head("ScatterAdd"),)),), domain=None,
-          torch="scatter_add",
+          (Ctor("ScatterAdd", "ScatterAdd", (integer("axis"),), 3, (head("ScatterAdd"),), accepts=lambda a: False),
+           Ctor("ScatterAddAt", "ScatterAdd", SCATTER_ADD_FIELDS, 3, (head("ScatterAddAt"),))),
+          domain="indexing", torch="scatter_add",
           sample=({"axis": 0}, (((2, 3), "f32"), ((2, 3), "i64"), ((2, 3), "f32")))),
     OpDef("Take", ("x", "indices"), (_AXIS,), _take, _op_take,
           (Ctor("Take", "Take", (integer("axis"),), 2, (head("Take"),)),), domain=None, torch="take",

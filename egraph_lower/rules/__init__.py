@@ -15,11 +15,14 @@ from collections.abc import Iterable
 from . import activations, batchnorm, conv, forward, index, mse, norm, parametrised, pool, slicing, softmax
 from . import attention
 from . import groupnorm
+from . import indexing
+from . import scatter
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
                                + index.RULES + norm.RULES + parametrised.RULES + slicing.RULES + pool.RULES
-                               + conv.RULES + attention.RULES)
+                               + conv.RULES + attention.RULES
+                               + indexing.RULES + scatter.RULES)
 ALL_RULES += groupnorm.RULES
 
 

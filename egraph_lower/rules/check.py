@@ -61,6 +61,9 @@ DEFAULT_BOUND = 32.0
 _APPROX = {"erf-lower": ERF_MAX_ABS_ERROR, "atan-lower": ATAN_MAX_ABS_ERROR}
 
 
+# the accumulating index ops: their value is x plus sums of values; the scale is the op applied to the
+# magnitudes of its float inputs (the indices as they are), the condition of those sums
+_ACCUMULATING = frozenset({"ScatterAddAt", "IndexPut", "IndexPut2", "IndexPut3", "ScatterReduce"})
 # ops whose value is a sum of terms dy * (a weight >= 0): their scale is the op applied to |dy|
 _LINEAR_IN_DY = frozenset({"MaxPool2dBackward", "AvgPool2dBackward", "AdaptiveAvgPool2dBackward"})
 
@@ -170,6 +173,9 @@ def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray, dtype: str) -> n
             return GROUP_SCALES[label](f, int(cast(int, env["groups"])))
         if label in ("Conv2d", "Conv2dBwdInput", "Conv2dBwdWeight"):  # a sum: its scale is the sum of |terms|
             return np.abs(eval_term(rule.lhs, {**env, **{k: np.abs(v) for k, v in f.items()}}, "f64"))
+        if label in _ACCUMULATING:
+            mags = {k: np.abs(v) for k, v in env.items() if isinstance(v, np.ndarray) and v.dtype.kind == "f"}
+            return np.abs(eval_term(rule.lhs, {**env, **mags}, "f64"))
         if label in _LINEAR_IN_DY:  # sums of dy terms: the op itself applied to |dy|
             return np.abs(eval_term(rule.lhs, {**env, "dy": np.abs(f["dy"])}, "f64"))
         scale = np.abs(ref)
@@ -229,7 +235,8 @@ def _check_env(rule: Rule, dtype: str, env: dict[str, object]) -> CheckResult:
         wide = round_to(np.asarray(eval_term(rule.rhs, env, "f32"), dtype=np.float64), dtype)
         werr = _errors(rule, env, np.broadcast_to(wide, shape), ref, dtype)
         via_f32 = float(werr.max()) if werr.size else 0.0
-    return CheckResult(rule.name, dtype, float(err.ravel()[i]) if err.size else 0.0, _point(env, shape, i),
+    return CheckResult(rule.name, dtype, float(err.ravel()[i]) if err.size else 0.0,
+                       _point(env, shape, i) if err.size else {},
                        float(ferr.max()) if ferr.size else 0.0, bound(rule, dtype), int(err.size), via_f32)
 
 

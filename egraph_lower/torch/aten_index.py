@@ -60,16 +60,28 @@ def _native_dropout_backward(ctx: Context, a: dict[str, Any]) -> int:
     return ctx.add("DropoutBackward", (g, ctx.cast(ctx.t(a["mask"]), "bool")), {"scale": float(a["scale"])})
 
 
+def _rank1(ctx: Context, nid: int) -> int:
+    """A 0-d operand as [1] (aten's gather and scatter take 0-d tensors as one position; the format's
+    index ops need an axis)."""
+    return ctx.add("Reshape", (nid,), {"shape": [1]}) if ctx.shape(nid) == () else nid
+
+
+def _as_out(ctx: Context, nid: int) -> int:
+    shape = ctx.out()[0]
+    return nid if ctx.shape(nid) == shape else ctx.add("Reshape", (nid,), {"shape": list(shape)})
+
+
 @handles("gather.default")
 def _gather(ctx: Context, a: dict[str, Any]) -> int:
-    return ctx.add("Gather", (ctx.t(a["self"]), ctx.t(a["index"])), {"axis": int(a["dim"])})
+    x, index = (_rank1(ctx, ctx.t(a[k])) for k in ("self", "index"))
+    return _as_out(ctx, ctx.add("Gather", (x, index), {"axis": int(a["dim"])}))
 
 
 @handles("scatter_add.default")
 def _scatter_add(ctx: Context, a: dict[str, Any]) -> int:
     dt = ctx.out_dtype()
-    x, src = ctx.cast(ctx.t(a["self"]), dt), ctx.cast(ctx.t(a["src"]), dt)
-    return ctx.add("ScatterAdd", (x, ctx.t(a["index"]), src), {"axis": int(a["dim"])})
+    x, src = (_rank1(ctx, ctx.cast(ctx.t(a[k]), dt)) for k in ("self", "src"))
+    return _as_out(ctx, ctx.add("ScatterAdd", (x, _rank1(ctx, ctx.t(a["index"])), src), {"axis": int(a["dim"])}))
 
 
 @handles("embedding.default")

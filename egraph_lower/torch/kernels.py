@@ -42,6 +42,7 @@ from .kernels_pool import (adaptive_avg_pool2d, adaptive_avg_pool2d_backward, ad
                            pool_weights)
 from .kernels_softmax import log_softmax, log_softmax_backward, mse_loss, mse_loss_backward, softmax, softmax_backward
 from .kernels_groupnorm import group_norm, group_norm_backward_input, group_norm_backward_weight
+from .kernels_indexing import flip, index, index2, index3, index_put, index_put2, index_put3, scatter, scatter_reduce
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -58,7 +59,16 @@ __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", 
            "max_pool2d_backward", "max_pool2d_indices", "max_pool2d_one_hot", "mse_loss", "mse_loss_backward",
            "nll_loss", "nll_loss_backward", "nll_loss_total_weight", "pad", "pool_weights", "reduce", "relu_backward",
            "reshape", "rms_norm", "rms_norm_backward_input", "rms_norm_backward_weight", "safe_softmax", "scatter_add",
-           "slice_", "slice_backward", "softmax", "softmax_backward", "take", "transpose", "where"]
+           "slice_", "slice_backward", "softmax", "softmax_backward", "take", "transpose", "where",
+           "flip",
+           "index",
+           "index2",
+           "index3",
+           "index_put",
+           "index_put2",
+           "index_put3",
+           "scatter",
+           "scatter_reduce"]
 __all__ += ["group_norm", "group_norm_backward_input", "group_norm_backward_weight"]
 
 

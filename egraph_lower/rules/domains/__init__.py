@@ -21,6 +21,7 @@ from .base import (BN_EPS, DTYPES, EPS, FLOOR, MAX, TINY, UNDERFLOW_X, Env, lhs_
                    x_domain)
 from .conv import conv_domain
 from .index import dropout_domain, embedding_domain, nll_domain, slice_domain
+from .indexing import indexing_domain
 from .normalization import NORM_SCALES, bn_domain, bntrain_domain, layernorm_domain
 from .pool import pool_domain
 from .softmax_loss import mse_domain, softmax_domain
@@ -49,6 +50,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "slice": slice_domain,
     "attention": attention_domain,
     "groupnorm": groupnorm_domain,
+    "indexing": indexing_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be

@@ -97,15 +97,16 @@ def grid(*arrays: np.ndarray) -> list[np.ndarray]:
 Env = dict[str, object]  # a rule's variable -> an array of the dtype, or a primitive
 
 
-def bound_fields(rule: Rule, attrs: Mapping[str, object], first: tuple[int, ...]) -> Env | None:
+def bound_fields(rule: Rule, attrs: Mapping[str, object], first: tuple[int, ...],
+                 shapes: tuple[tuple[int, ...], ...] | None = None) -> Env | None:
     """The primitive variables of the rule's lhs bound to the fields that a node of its op with `attrs`
     and a first input of shape `first` is loaded with (`language.encode`: the fields derived from the
-    attributes and that shape included); None where a literal field of the lhs differs, so the rule
+    attributes and that shape included; every input's `shapes` for an op of `language.ALL_SHAPES`); None where a literal field of the lhs differs, so the rule
     would not match such a node."""
     lhs = rule.lhs
     assert isinstance(lhs, App)
     node = Node(0, language.CTORS[lhs.ctor].op, (), (), "f32", dict(attrs))
-    ctor, values = language.encode(node, len(first), first)
+    ctor, values = language.encode(node, len(first), first, shapes)
     if language.plain(ctor) != language.plain(lhs.ctor):
         return None
     env: Env = {}

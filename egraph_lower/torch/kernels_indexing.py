@@ -1,0 +1,55 @@
+"""The indexing ops (opdefs/indexing.py) as PyTorch functions: aten's own `flip`, `index` and
+`index_put` (negative indices count from the end there too), indices taken as int64."""
+
+from __future__ import annotations
+
+from torch import Tensor
+import torch
+
+
+def flip(x: Tensor, axis: int) -> Tensor:
+    return torch.flip(x, [axis % x.dim()])
+
+
+def _indices(x: Tensor, axis: int, idx: tuple[Tensor, ...]) -> list[Tensor | None]:
+    return [None] * (axis % x.dim()) + [i.long() for i in idx]
+
+
+def _index(x: Tensor, axis: int, *idx: Tensor) -> Tensor:
+    return torch.ops.aten.index.Tensor(x, _indices(x, axis, idx))
+
+
+def index(x: Tensor, index: Tensor, axis: int) -> Tensor:
+    return _index(x, axis, index)
+
+
+def index2(x: Tensor, i0: Tensor, i1: Tensor, axis: int) -> Tensor:
+    return _index(x, axis, i0, i1)
+
+
+def index3(x: Tensor, i0: Tensor, i1: Tensor, i2: Tensor, axis: int) -> Tensor:
+    return _index(x, axis, i0, i1, i2)
+
+
+def _put(x: Tensor, idx: tuple[Tensor, ...], values: Tensor, axis: int, accumulate: bool) -> Tensor:
+    return torch.ops.aten.index_put.default(x, _indices(x, axis, idx), values.to(x.dtype), bool(accumulate))
+
+
+def index_put(x: Tensor, index: Tensor, values: Tensor, axis: int, accumulate: bool) -> Tensor:
+    return _put(x, (index,), values, axis, accumulate)
+
+
+def index_put2(x: Tensor, i0: Tensor, i1: Tensor, values: Tensor, axis: int, accumulate: bool) -> Tensor:
+    return _put(x, (i0, i1), values, axis, accumulate)
+
+
+def index_put3(x: Tensor, i0: Tensor, i1: Tensor, i2: Tensor, values: Tensor, axis: int, accumulate: bool) -> Tensor:
+    return _put(x, (i0, i1, i2), values, axis, accumulate)
+
+
+def scatter(x: Tensor, index: Tensor, src: Tensor, axis: int) -> Tensor:
+    return torch.scatter(x, axis, index.long(), src.to(x.dtype))
+
+
+def scatter_reduce(x: Tensor, index: Tensor, src: Tensor, axis: int, reduce: str, include_self: bool) -> Tensor:
+    return torch.scatter_reduce(x, axis, index.long(), src.to(x.dtype), reduce, include_self=bool(include_self))
