@@ -62,6 +62,7 @@ class Graph:
     nodes: list[Node]
     outputs: list[int]
     name: str | None = None
+    sizes: dict[str, int] | None = None  # a specialisation of symbolic sizes: each size's name and value
 
     @cached_property
     def by_id(self) -> dict[int, Node]:

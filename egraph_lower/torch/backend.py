@@ -18,14 +18,20 @@ into one piece per run (`partial=False` runs such a graph whole, unlowered). A g
 piece the lowering leaves as it was runs as PyTorch gave it: its aten ops are the
 target's own kernels, and that costs no more than `aot_eager`.
 
+A graph with symbolic sizes (`dynamic=True`, `mark_dynamic`, or dynamo's automatic
+dynamic shapes after a change of shape) is lowered per concrete shape when it runs
+(`specialise.py`): its record has the status "per shape", and each shape it met is a
+record of its own, `forward1[s0=16]`, lowered like a static graph.
+
 Nothing that fails inside the backend stops a training step unless `strict=True`:
-a graph (or piece) that fails to import, lower, export or run, or that has symbolic
-sizes, runs as PyTorch gave it, with one warning naming the op or stage and the
-reason; `summary()` lists it.
+a graph (or piece) that fails to import, lower, export or run, or whose specialisation
+to a shape fails, runs as PyTorch gave it, with one warning naming the op or stage and
+the reason; `summary()` lists it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -44,9 +50,10 @@ from . import cache
 from .decompose import decompositions
 from .common import Imported, Signature, UnsupportedOp
 from .exporter import export_graph
-from .guard import Guarded, boxed_graph, symbolic_reason
+from .guard import Boxed, Guarded, boxed, boxed_graph, symbolic_reason
 from .importer import KEPT, import_fx_graph, import_graph
 from .partition import Segment, assemble, combined_graph, plan, same_computation, segment_module, split_lowered
+from .specialise import Key, PerShape
 
 log = logging.getLogger("egraph_lower.torch")
 
@@ -57,12 +64,14 @@ class GraphRecord:
 
     name: str
     kind: str  # "forward", "backward" or "inference"
-    status: str  # "lowered", "partly lowered", "not lowered", "nothing to lower"
+    status: str  # "lowered", "partly lowered", "not lowered", "nothing to lower"; "per shape" (symbolic sizes)
     lowered: int = 0  # format graphs lowered for it
     unlowered_ops: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # "<stage>: <reason>" of each fallback to PyTorch
     cached: int = 0  # of the lowered graphs, how many came from the cache
     replaced: int = 0  # graphs or pieces that run lowered (the others run as PyTorch gave them)
+    of: str | None = None  # a specialisation: the name of the graph with symbolic sizes it is one shape of
+    sizes: dict[str, int] | None = None  # a specialisation: the value of each symbolic size (`{"s0": 16}`)
 
 
 class TorchBackend:
@@ -70,7 +79,7 @@ class TorchBackend:
 
     def __init__(self, target: str | Backend, record: list[Graph] | None = None, *,
                  limits: Limits | None = None, partial: bool = True, strict: bool = False,
-                 keep_in_pytorch: Iterable[str] = ()) -> None:
+                 keep_in_pytorch: Iterable[str] = (), max_shapes: int = 16) -> None:
         from torch._dynamo.backends.common import aot_autograd
         from torch._functorch.partitioners import min_cut_rematerialization_partition
 
@@ -80,6 +89,9 @@ class TorchBackend:
         self.partial = partial
         self.strict = strict
         self.keep_in_pytorch = frozenset(keep_in_pytorch)
+        if max_shapes < 1:
+            raise ValueError(f"max_shapes must be at least 1, got {max_shapes}")
+        self.max_shapes = max_shapes
         self.graphs: list[GraphRecord] = []
         self._warned: set[str] = set()
         # The partitioner of `aot_eager` (and inductor): the same graphs, so a step costs what it costs
@@ -107,20 +119,36 @@ class TorchBackend:
         return out
 
     def summary(self) -> str:
-        lines = [f"egraph_lower torch backend for {self.target.name}: {len(self.graphs)} graphs"]
-        for g in self.graphs:
-            cached = f" ({g.cached} from the cache)" if g.cached else ""
-            lines.append(f"  {g.name} ({g.kind}): {g.status}, {g.lowered} lowered graph(s){cached},"
-                         f" {g.replaced} graph(s) or piece(s) run lowered")
-            lines += [f"    not lowered: {op} x{n}" for op, n in sorted(g.unlowered_ops.items())]
-            lines += [f"    ran in PyTorch after a failure: {e}" for e in g.errors]
+        top = [g for g in self.graphs if g.of is None]
+        lines = [f"egraph_lower torch backend for {self.target.name}: {len(top)} graphs"]
+        for g in top:
+            if g.status == "per shape":
+                shapes = [s for s in self.graphs if s.of == g.name]
+                lines.append(f"  {g.name} ({g.kind}): symbolic sizes, lowered per shape: {len(shapes)} shape(s) met")
+                lines += self._summary_lines(shapes, "    ")
+            else:
+                lines += self._summary_lines([g], "  ")
         return "\n".join(lines)
+
+    @staticmethod
+    def _summary_lines(graphs: list[GraphRecord], indent: str) -> list[str]:
+        lines = []
+        for g in graphs:
+            cached = f" ({g.cached} from the cache)" if g.cached else ""
+            lines.append(f"{indent}{g.name} ({g.kind}): {g.status}, {g.lowered} lowered graph(s){cached},"
+                         f" {g.replaced} graph(s) or piece(s) run lowered")
+            lines += [f"{indent}  not lowered: {op} x{n}" for op, n in sorted(g.unlowered_ops.items())]
+            lines += [f"{indent}  ran in PyTorch after a failure: {e}" for e in g.errors]
+        return lines
 
     # ---- compiling
     def _compiler(self, kind: str) -> Callable[[fx.GraphModule, Sequence[Any]], Callable[..., Any]]:
         def compile_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-            rec = GraphRecord(f"{kind}{sum(g.kind == kind for g in self.graphs)}", kind, "not lowered")
+            rec = GraphRecord(f"{kind}{sum(g.kind == kind and g.of is None for g in self.graphs)}", kind,
+                              "not lowered")
             self.graphs.append(rec)
+            if symbolic_reason(gm, example_inputs) is not None:
+                return self._per_shape(gm, rec)
             try:
                 module: Callable[..., Any] = self._compile(gm, example_inputs, rec)
             except Exception as e:  # anything the stages below did not foresee
@@ -130,6 +158,34 @@ class TorchBackend:
             return boxed_graph(module, gm, lambda e: self._failed(rec, "run", e))
 
         return compile_graph
+
+    def _per_shape(self, gm: fx.GraphModule, rec: GraphRecord) -> Boxed:
+        """A graph with symbolic sizes: lowered per concrete shape as it runs (`specialise.py`); each shape
+        a record of its own, named by its sizes."""
+        rec.status = "per shape"
+        shapes: dict[Key, GraphRecord] = {}
+
+        def record(key: Key, sizes: dict[str, int]) -> GraphRecord:
+            if key not in shapes:
+                label = ",".join(f"{k}={v}" for k, v in sizes.items()) or f"shape {len(shapes)}"
+                shapes[key] = GraphRecord(f"{rec.name}[{label}]", rec.kind, "not lowered", of=rec.name, sizes=sizes)
+                self.graphs.append(shapes[key])
+            return shapes[key]
+
+        def compile_shape(spec: fx.GraphModule, fakes: list[Any], key: Key, sizes: dict[str, int]) \
+                -> tuple[Callable[..., Any] | None, Callable[[BaseException], None]]:
+            shape = record(key, sizes)
+            try:
+                module: Callable[..., Any] = self._compile(spec, fakes, shape)
+            except Exception as e:  # anything the stages did not foresee
+                self._failed(shape, "compile", e)
+                shape.status, module = "not lowered", spec
+            return (None if module is spec else module), lambda e: self._failed(shape, "run", e)
+
+        def failed(key: Key, sizes: dict[str, int], stage: str, error: BaseException) -> None:
+            self._failed(record(key, sizes), stage, error)
+
+        return PerShape(gm, compile_shape, boxed(gm), failed, self.max_shapes)
 
     def _compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any], rec: GraphRecord) -> Callable[..., Any]:
         reason = symbolic_reason(gm, example_inputs)
@@ -218,7 +274,7 @@ class TorchBackend:
             self._failed(rec, f"lowering for {self.target.name}", e)
             return None
         if self.record is not None:
-            self.record.append(graph)
+            self.record.append(graph if rec.sizes is None else dataclasses.replace(graph, sizes=dict(rec.sizes)))
         rec.lowered += 1
         rec.cached += hit
         return graph
@@ -270,16 +326,20 @@ class TorchBackend:
 
 
 def backend(target: str | Backend, *, record: list[Graph] | None = None, limits: Limits | None = None,
-            partial: bool = True, strict: bool = False, keep_in_pytorch: Iterable[str] = ()) -> TorchBackend:
+            partial: bool = True, strict: bool = False, keep_in_pytorch: Iterable[str] = (),
+            max_shapes: int = 16) -> TorchBackend:
     """A torch.compile backend lowering every forward and backward graph for `target`.
 
     `record`: each lowered graph (an egraph_lower `Graph`) is appended to it.
     `partial`: split graphs around ops outside the mapping (else run such graphs whole).
-    `strict`: raise on an unmapped op or any failure (import, lowering, export, run,
-    symbolic shapes) instead of running the graph or piece as PyTorch gave it.
+    `strict`: raise on an unmapped op or any failure (import, lowering, export, run, the
+    specialisation of a graph with symbolic sizes to a shape) instead of running the graph or
+    piece as PyTorch gave it.
     `keep_in_pytorch`: aten ops that run in PyTorch though they map, as an unmapped op does
     (`"aten.native_group_norm.default"`, or `"aten.native_group_norm"` for every overload);
     `strict` does not count them as failures.
+    `max_shapes`: how many shapes each graph with symbolic sizes keeps lowered (the least recently
+    used dropped first; one met again is specialised again, its lowering from the cache).
     """
     return TorchBackend(target, record, limits=limits, partial=partial, strict=strict,
-                        keep_in_pytorch=keep_in_pytorch)
+                        keep_in_pytorch=keep_in_pytorch, max_shapes=max_shapes)

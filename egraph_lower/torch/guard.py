@@ -24,7 +24,9 @@ a mutated input's new value, which it copies in itself after the graph returns),
 failed attempt changed nothing the original reads.
 
 `symbolic_reason(gm, example_inputs)` says why a graph has symbolic sizes (None when it
-has none): such a graph runs unlowered until the format has symbolic dimensions.
+has none): the backend lowers such a graph per concrete shape as it runs
+(`specialise.PerShape`), each specialisation behind `first_call_guard`, the same guard
+of its first call as a static graph's.
 """
 
 from __future__ import annotations
@@ -102,7 +104,12 @@ def boxed_graph(module: Callable[..., Any], original: fx.GraphModule,
     run_original = boxed(original)
     if module is original:
         return run_original
-    run_lowered = boxed(module)
+    return first_call_guard(boxed(module), run_original, on_failure)
+
+
+def first_call_guard(run_lowered: Boxed, run_original: Boxed, on_failure: Callable[[BaseException], None]) -> Boxed:
+    """`run_lowered`, falling back to `run_original` from the start of a call if anything in its first
+    call raises, and for good after that (see the module's docstring). Both boxed."""
     state = {"first": True, "failed": False}
 
     def run(args: list[Any]) -> Any:
