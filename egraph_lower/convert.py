@@ -25,6 +25,7 @@ from .egraph.language import LEAF, SCALAR, TWINS, encode, input_shapes
 from .egraph.tables import MAX_ARITY, Tables
 from .extract import ClassMetas, Decoded, Extraction, distinct_rows
 from .extract.walks import post_order
+from .fast.columns import NodeColumns
 from .graph import Graph, Node, attrs_key, new_node
 from .ops import LEAF_OPS
 from .provenance import Matcher
@@ -211,10 +212,6 @@ def _emit(
     ops = _objects(None if d is None else d[0] for d in decoded_sigs)[sig[keep]]
     attrs = _objects(None if d is None else d[1] for d in decoded_sigs)[sig[keep]]
     names = _objects(label)[keep]
-    # One int object per node id, which every input tuple naming that node shares: ten
-    # million fewer objects at a million ops, and no transient ones (NumPy indexes the ids).
-    node_ids = np.fromiter(range(n_const + len(keep)), dtype=object)
-    ins = _tuples(inputs[keep], has_kid[keep], node_ids)
     # An original node's own e-node, and a leaf, keep that node's op, attributes and name.
     keep_at = np.full(n, -1, dtype=np.int64)
     keep_at[keep] = np.arange(len(keep))
@@ -225,10 +222,11 @@ def _emit(
     for j in np.flatnonzero(sig_leaf[sig[keep]]).tolist():
         src = graph.by_id[sigs[sig[keep[j]]][1][0]]
         ops[j], attrs[j], names[j], shape[j], dtype_[j] = src.op, src.attrs, src.name, src.shape, src.dtype
-    nodes += map(new_node, node_ids[n_const:].tolist(), ops.tolist(), ins.tolist(), shape.tolist(),
-                 dtype_.tolist(), map(dict, attrs.tolist()), names.tolist())
     root_out = out_id[pos[[t.ref[o] for o in graph.outputs]]].tolist()
-    return Graph(nodes=nodes, outputs=root_out, name=graph.name)
+    # The nodes stay columns (`fast/columns.py`): written, checked and versioned from them, made
+    # into `Node`s only if someone reads `nodes`.
+    columns = NodeColumns(nodes, ops, attrs, inputs[keep], shape, dtype_, names)
+    return Graph.from_columns(columns, root_out, graph.name)
 
 
 def _objects(values: Iterable[Any]) -> np.ndarray:
@@ -239,18 +237,6 @@ def _objects(values: Iterable[Any]) -> np.ndarray:
 def _sig_decoded(t: Tables, decoded: Decoded) -> list[tuple[str, dict[str, Any]] | None]:
     """(op, attrs) per signature; None for a leaf or a scalar."""
     return [None if ctor in (LEAF, SCALAR) else decoded(ctor, fields)[:2] for ctor, fields in t.sigs]
-
-
-def _tuples(inputs: np.ndarray, has: np.ndarray, node_ids: np.ndarray) -> np.ndarray:
-    """Each row's inputs (the first `has.sum(axis=1)` columns) as a tuple of the `node_ids`
-    objects they index, in an object array."""
-    arity = has.sum(axis=1)
-    out = np.empty(len(inputs), dtype=object)
-    for a in np.flatnonzero(np.bincount(arity)).tolist():  # (not np.unique: see tables.SORT_KEYS)
-        rows = np.flatnonzero(arity == a)
-        columns = [node_ids[inputs[rows, j]].tolist() for j in range(a)]
-        out[rows] = np.fromiter(zip(*columns) if a else iter([()] * len(rows)), dtype=object, count=len(rows))
-    return out
 
 
 def _rules(t: Tables, cls: np.ndarray, picked: np.ndarray, own: np.ndarray, matcher: Matcher | None) -> list[str | None]:

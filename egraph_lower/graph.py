@@ -15,12 +15,15 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import GraphError
 from .fast import collector, keys
 from .fast.nodes import without_init
 from .versions import LATEST, required_version
+
+if TYPE_CHECKING:
+    from .fast.columns import NodeColumns
 
 FORMAT = "egraph-lower/graph"
 VERSION = LATEST  # the newest version this package reads and writes (versions.py)
@@ -59,10 +62,29 @@ def node_line(n: Node) -> str:
 
 @dataclass
 class Graph:
-    nodes: list[Node]
+    nodes: list[Node]  # a property (below): made from `columns` when first read
     outputs: list[int]
     name: str | None = None
     sizes: dict[str, int] | None = None  # a specialisation of symbolic sizes: each size's name and value
+
+    @classmethod
+    def from_columns(cls, columns: NodeColumns, outputs: list[int], name: str | None = None) -> Graph:
+        """A graph whose nodes are `columns` (what conversion makes): written, counted, versioned
+        and checked from them; `nodes` makes them into `Node`s the first time it is read."""
+        g = cls([], outputs, name)
+        g.__dict__["_columns"] = columns
+        return g
+
+    @property
+    def columns(self) -> NodeColumns | None:
+        """The nodes as columns, if the graph was made from them and `nodes` has not been read since."""
+        columns: NodeColumns | None = self.__dict__.get("_columns")
+        return columns
+
+    @property
+    def n_nodes(self) -> int:
+        columns = self.columns
+        return len(columns) if columns is not None else len(self.nodes)
 
     @cached_property
     def by_id(self) -> dict[int, Node]:
@@ -94,12 +116,35 @@ class Graph:
         the node lines `nodes_per_chunk` at a time, the tail."""
         from .fast.writer import node_line_chunks
 
-        head = {"format": FORMAT, "version": required_version(self.nodes)}
+        columns = self.columns
+        head = {"format": FORMAT, "version": required_version(self.nodes if columns is None else columns.combos())}
         if self.name is not None:
             head["name"] = self.name
         yield "\n".join(["{", *(f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()), '  "nodes": [']) + "\n"
-        yield from node_line_chunks(self.nodes, nodes_per_chunk, node_line)
+        if columns is None:
+            yield from node_line_chunks(self.nodes, nodes_per_chunk, node_line)
+        else:
+            yield from columns.json_chunks(node_line, nodes_per_chunk)
         yield f'\n  ],\n  "outputs": {json.dumps(list(self.outputs))}\n}}\n'
+
+
+def _get_nodes(self: Graph) -> list[Node]:
+    d = self.__dict__
+    columns = d.pop("_columns", None)
+    if columns is not None:  # from now on the list is what the graph holds (and may be changed)
+        d["_nodes"] = columns.nodes(Node)
+    nodes: list[Node] = d["_nodes"]
+    return nodes
+
+
+def _set_nodes(self: Graph, nodes: list[Node]) -> None:
+    self.__dict__.pop("_columns", None)
+    self.__dict__["_nodes"] = nodes
+
+
+# `nodes` stays a dataclass field (the constructor, ==, repr and dataclasses.replace see it)
+# stored as "_nodes", so that a graph made from columns makes its nodes only when they are read.
+Graph.nodes = property(_get_nodes, _set_nodes)  # type: ignore[assignment]
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from .egraph.saturate import FLAGS, Iteration, Limits, Saturation, first_growth,
 from .errors import IllegalGraphError, LowerError
 from .extract import (ClassMetas, Costs, Decoded, Extraction, check_consistent, extract,
                       graph_cost, infer_metas)
+from .fast.columns import Combo
 from .graph import Graph, Node, gc_paused
 from .memory import check_load
 from .text import printable
@@ -105,7 +106,7 @@ class LowerResult:
     saturation: Saturation
 
 
-def _label(node: Node) -> str:
+def _label(node: Node | Combo) -> str:
     kind = node.attrs.get("kind")
     return f"{node.op}{{{kind}}}" if kind else node.op
 
@@ -115,7 +116,8 @@ def check_legal(graph: Graph, backend: Backend) -> None:
     document holds by construction and is checked by `extract.check_consistent`;
     `document.validated(graph)` checks it from scratch."""
     runs = backend.runs
-    for node in graph.nodes:
+    columns = graph.columns  # (a converted graph's: each distinct op and attributes asked once)
+    for node in graph.nodes if columns is None else columns.combos():
         if not runs(node.op, node.attrs.get("kind")):
             raise IllegalGraphError(
                 f"node {node.id} ({_label(node)}) is not run by backend {backend.name}: a lowering bug"
@@ -249,7 +251,7 @@ def _lower(graph: Graph, target: Backend, limits: Limits, progress: Callable[[It
         seconds["total"] = time.perf_counter() - start
         raise LoweringFailed(message, report({"nodes": None, "cost": None}, message)) from None
     seconds.update(extract=t1 - t0, convert=t2 - t1, check=t3 - t2, total=t3 - start)
-    return LowerResult(out, report({"nodes": len(out.nodes), "cost": ex.cost}, extraction=ex.describe()), s.saturation)
+    return LowerResult(out, report({"nodes": out.n_nodes, "cost": ex.cost}, extraction=ex.describe()), s.saturation)
 
 
 def stopped_early(message: str, sat: Saturation) -> str:
