@@ -431,8 +431,10 @@ def test_reading_and_writing_leave_the_collector_as_they_found_it() -> None:
     kept = [object()]
     gc.freeze()
     try:
-        frozen = gc.get_freeze_count()
-        assert frozen > 0 and from_json(text).nodes == g.nodes and gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() > 0 and from_json(text).nodes == g.nodes
+        # still frozen: in the permanent generation, which gc.get_objects() leaves out (the count itself
+        # may fall while reading, as frozen objects of other tests are freed)
+        assert gc.get_freeze_count() > 0 and not any(o is kept for o in gc.get_objects())
     finally:
         gc.unfreeze()
     assert kept
