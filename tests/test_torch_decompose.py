@@ -83,7 +83,8 @@ def test_forward_ops_outside_core_run_lowered_with_eagers_gradients(target: str)
 
 
 def test_the_same_ops_kept_run_in_pytorch() -> None:
-    """What the table changes: kept, stack and mv run in PyTorch as they did before it."""
+    """Kept, stack and mv run in PyTorch (in torch 2.13 AOTAutograd's tracing already decomposes these three
+    without the table: docs/benchmarks.md, "OpInfo coverage", measured no OpInfo entry that the table moves)."""
     args = [torch.randn(3, 4), torch.randn(3, 4), torch.randn(4), torch.randn(1, 3, 3)]
     leaves = [x.requires_grad_(True) for x in args]
     be = elt.backend("metal", strict=True, keep_in_pytorch={"aten.stack", "aten.mv"})

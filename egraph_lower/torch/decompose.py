@@ -7,7 +7,9 @@ The one exception to "the importer never expands": the Core ATen opset (the over
 `torch.Tag.core`) is PyTorch's own contract with backends, what is left once its decomposition
 table (`torch._decomp.core_aten_decompositions()`, the one `torch.export` applies) has run. A
 forward op outside it (`stack`, `mv`, `index_add`, `baddbmm`, ...) that the importer has no mapping
-for would otherwise run in PyTorch, cutting its graph; decomposed by PyTorch's own table, written
+for, and that AOTAutograd's own tracing leaves whole, would otherwise run in PyTorch, cutting its
+graph (in torch 2.13 tracing already decomposes many of them, `stack`, `mv` and `baddbmm` among them:
+docs/benchmarks.md, "OpInfo coverage", measured no OpInfo entry the table moves); decomposed by PyTorch's own table, written
 and tested by PyTorch against the real kernel, it reaches the importer as Core ATen ops, which the
 format maps or is to map. The table handed to AOTAutograd holds only those ops. Never:
 
