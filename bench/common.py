@@ -34,3 +34,13 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
 def lower_cmd(graph: Path, backend: str, out: Path, report: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "egraph_lower.cli", "lower", str(graph), "--backend", backend,
             "-o", str(out), "--report", str(report), "--quiet", *extra]
+
+
+def cpu_seconds(pid: int) -> float:
+    """A child process's CPU seconds so far (Linux: /proc; elsewhere the wall clock stands in), for
+    limits that a loaded machine does not trip the way a wall-clock limit would."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.perf_counter()

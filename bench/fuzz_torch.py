@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
-import os
 import sys
 import time
 from collections import Counter
@@ -32,6 +31,7 @@ from hypothesis.control import current_build_context  # noqa: E402
 from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes  # noqa: E402
 from hypothesis.errors import NoSuchExample  # noqa: E402
 
+from common import cpu_seconds  # noqa: E402
 from fuzzing.program import Program  # noqa: E402
 from fuzzing.strategies import programs  # noqa: E402
 
@@ -73,12 +73,7 @@ class Worker:
         self.proc = self.conn = None
 
     def _cpu(self) -> float:
-        """The child's CPU seconds so far (Linux: /proc; elsewhere its wall time stands in)."""
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, ValueError, IndexError):
-            return time.perf_counter()
+        return cpu_seconds(self.proc.pid)
 
     def _wait(self, conn: Connection, limit: float) -> bool:
         """Whether the child answers before it has spent `limit` CPU seconds on the step (or ten times

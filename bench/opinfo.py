@@ -21,7 +21,6 @@ import argparse
 import fnmatch
 import json
 import multiprocessing as mp
-import os
 import sys
 import time
 from collections import Counter, defaultdict
@@ -33,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from common import cpu_seconds  # noqa: E402
 from opinfo_run import OUTCOMES, Result  # noqa: E402
 
 TARGETS = ("metal", "wgpu")
@@ -89,12 +89,7 @@ class Worker:
         self.proc = self.conn = self.job = None
 
     def _cpu(self) -> float:
-        """The child's CPU seconds so far (Linux: /proc; elsewhere its wall time stands in)."""
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, ValueError, IndexError):
-            return time.perf_counter()
+        return cpu_seconds(self.proc.pid)
 
     def poll(self, timeout: float) -> dict[str, Any] | None:
         """The running job's result if it is done (a "raised" one if the child died or overran)."""
