@@ -18,10 +18,7 @@ from collections.abc import Iterable
 
 from . import (activation, batchnorm, conv, elementwise, index, layout, leaves, log_softmax, mse, nll, norm, pool,
                reduce, slicing, softmax)
-from . import attention
-from . import groupnorm
-from . import indexing
-from . import scatter
+from . import attention, groupnorm, indexing, scatter
 from .base import Ctor, Head, OpDef
 
 
@@ -46,11 +43,10 @@ def register(defs: Iterable[OpDef]) -> dict[str, OpDef]:
     return out
 
 
-FAMILIES: tuple[tuple[OpDef, ...], ...] = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, reduce.OPS, (batchnorm.FORWARD,),
+FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, reduce.OPS, (batchnorm.FORWARD,),
             activation.BACKWARD, batchnorm.BACKWARD, softmax.OPS, log_softmax.OPS, mse.OPS, index.OPS, nll.OPS,
             norm.OPS, slicing.OPS, pool.OPS + pool.BACKWARD, conv.OPS, conv.BACKWARD, attention.OPS,
-            indexing.OPS, scatter.OPS)
-FAMILIES += (groupnorm.OPS,)
+            indexing.OPS, scatter.OPS, groupnorm.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

@@ -13,17 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from . import activations, batchnorm, conv, forward, index, mse, norm, parametrised, pool, slicing, softmax
-from . import attention
-from . import groupnorm
-from . import indexing
-from . import scatter
+from . import attention, groupnorm, indexing, scatter
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
                                + index.RULES + norm.RULES + parametrised.RULES + slicing.RULES + pool.RULES
                                + conv.RULES + attention.RULES
-                               + indexing.RULES + scatter.RULES)
-ALL_RULES += groupnorm.RULES
+                               + indexing.RULES + scatter.RULES + groupnorm.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

@@ -4,17 +4,12 @@ parametrised activations and slicing, pooling, convolution, attention, masks and
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from . import aten, aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool, aten_softmax
-from . import aten_groupnorm
-from . import aten_indexing
+from . import aten_groupnorm, aten_indexing
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
 
 __all__ = ["HANDLERS", "get_attr"]
-FAMILIES: tuple[ModuleType, ...] = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool,
-            aten_softmax,
-            aten_indexing)  # registered by importing them
-FAMILIES += (aten_groupnorm,)
+FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool,
+            aten_softmax, aten_indexing, aten_groupnorm)  # registered by importing them
