@@ -103,6 +103,8 @@ class Graph:
         d: dict[str, Any] = {"format": FORMAT, "version": required_version(self.nodes)}
         if self.name is not None:
             d["name"] = self.name
+        if self.sizes is not None:
+            d["sizes"] = dict(self.sizes)
         d["nodes"] = [n.to_dict() for n in self.nodes]
         d["outputs"] = list(self.outputs)
         return d
@@ -120,6 +122,8 @@ class Graph:
         head = {"format": FORMAT, "version": required_version(self.nodes if columns is None else columns.combos())}
         if self.name is not None:
             head["name"] = self.name
+        if self.sizes is not None:
+            head["sizes"] = dict(self.sizes)
         yield "\n".join(["{", *(f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()), '  "nodes": [']) + "\n"
         if columns is None:
             yield from node_line_chunks(self.nodes, nodes_per_chunk, node_line)

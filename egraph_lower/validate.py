@@ -29,7 +29,7 @@ from .opdefs.meta import show as _r
 from .opdefs.meta import show_shape as _s
 
 _INT_RANGE = {"i32": (-(1 << 31), (1 << 31) - 1), "i64": (-(1 << 63), (1 << 63) - 1)}
-_TOP_KEYS = {"format", "version", "name", "nodes", "outputs"}
+_TOP_KEYS = {"format", "version", "name", "sizes", "nodes", "outputs"}
 _NODE_KEYS = {"id", "op", "attrs", "inputs", "shape", "dtype", "name"}
 _REQUIRED_NODE_KEYS = ("inputs", "shape", "dtype")
 
@@ -133,7 +133,7 @@ def check_document(doc: Any) -> Graph:
     nodes = [check_node(raw, index, seen) for index, raw in enumerate(doc["nodes"])]
     check_outputs(doc["outputs"], seen.metas)
     check_version(nodes, doc["version"])
-    return Graph(nodes, list(doc["outputs"]), doc.get("name"))
+    return Graph(nodes, list(doc["outputs"]), doc.get("name"), sizes_of(doc))
 
 
 def check_version(nodes: list[Node], version: int) -> None:
@@ -180,10 +180,28 @@ def check_top(doc: Any) -> None:
         raise GraphError(f"version is {_r(doc['version'])}; this reader knows versions {known}")
     if "name" in doc and not isinstance(doc["name"], str):
         raise GraphError(f"the graph's name must be a string, got {_r(doc['name'])}")
+    if "sizes" in doc:
+        check_sizes(doc["sizes"])
     if not isinstance(doc["nodes"], list):
         raise GraphError("'nodes' must be a list of node objects")
     if not isinstance(doc["outputs"], list):
         raise GraphError("'outputs' must be a list of node ids")
+
+
+def check_sizes(sizes: Any) -> None:
+    """The optional `sizes` of a graph specialised from one with symbolic sizes: an object from each
+    symbolic size's name to the non-negative integer it was specialised to."""
+    if not isinstance(sizes, dict):
+        raise GraphError(f"'sizes' must be an object of size names to integers, got {_r(sizes)}")
+    for name, value in sizes.items():
+        if not _is_int(value) or value < 0:
+            raise GraphError(f"sizes[{_r(name)}] is {_r(value)}, not a non-negative integer")
+
+
+def sizes_of(doc: Mapping[str, Any]) -> dict[str, int] | None:
+    """A checked document's `sizes` (a copy), or None."""
+    sizes = doc.get("sizes")
+    return None if sizes is None else dict(sizes)
 
 
 def check_outputs(outputs: list[Any], metas: Mapping[int, Meta]) -> None:

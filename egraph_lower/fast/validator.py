@@ -19,7 +19,7 @@ from .. import ops
 from ..dtypes import DTYPES
 from ..graph import FORMAT, VERSION, Graph, Node, new_node
 from ..validate import (Meta, Seen, check_feed, check_node, check_outputs, check_shape, check_top, check_values,
-                        check_version)
+                        check_version, sizes_of)
 from .collector import gc_paused
 from .keys import attrs_key
 
@@ -71,7 +71,7 @@ def validate_counting_keys(doc: Any, consume: bool = False) -> tuple[Graph, int]
                 raw_nodes[len(nodes) - 1] = None
         check_outputs(outputs, seen.metas)
         check_version(nodes, doc["version"])
-        return Graph(nodes, list(outputs), doc.get("name")), count
+        return Graph(nodes, list(outputs), doc.get("name"), sizes_of(doc)), count
 
 
 def validate_nodes(graph: Graph) -> None:
@@ -82,6 +82,8 @@ def validate_nodes(graph: Graph) -> None:
         top: dict[str, Any] = {"format": FORMAT, "version": VERSION}
         if graph.name is not None:
             top["name"] = graph.name
+        if graph.sizes is not None:
+            top["sizes"] = graph.sizes
         top.update(nodes=[], outputs=list(graph.outputs))
         check_top(top)
         seen = Seen(lambda: {n.id for n in nodes if _is_int(n.id)})

@@ -102,6 +102,9 @@ def schema() -> dict[str, Any]:
             "format": {"const": FORMAT},
             "version": {"enum": list(VERSIONS)},
             "name": {"type": "string"},
+            "sizes": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
+                      "description": "A graph specialised from one with symbolic sizes: each size's name and "
+                                     "the value it was specialised to (optional, any version)."},
             "nodes": {"type": "array", "items": {"$ref": "#/$defs/node"}},
             "outputs": _ints(),
         },
