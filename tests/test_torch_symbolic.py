@@ -218,3 +218,43 @@ def test_a_lowering_that_fails_at_one_shape_runs_that_shape_in_pytorch(monkeypat
     assert _failures(caught) and all("no lowering at 9" in m for m in _failures(caught))
     by_length = {list(g.sizes.values())[0]: g for g in _shapes(be) if g.kind == "forward"}
     assert by_length[9].errors and by_length[6].status == by_length[4].status == "lowered", be.summary()
+
+
+def test_dropout_in_a_graph_that_takes_a_number_first_draws_on_a_tensors_device() -> None:
+    """Regression: a specialised graph's first argument can be a SymInt (a GPT-2 forward under dynamic
+    shapes); the exported module drew its dropout masks on `that.device` and failed at every shape."""
+    from torch_models import CASES, step_of
+
+    case = CASES["gpt2"]  # dropout on
+    eager = case.model()
+    compiled = copy.deepcopy(eager)
+    be = elt.backend("wgpu", strict=True)
+    step = step_of(case, compiled, lambda f: torch.compile(f, backend=be, dynamic=True))
+    want = step_of(case, eager)
+    g = torch.Generator().manual_seed(2)
+    for n in (8, 12):
+        batch = (torch.randint(0, 48, (2, n), generator=g),)
+        eager.zero_grad()
+        compiled.zero_grad()
+        _close(step(batch), want(batch))
+        for got, w in zip(_grads(compiled), _grads(eager)):
+            _close(got, w)
+    assert all(g.status == "lowered" and g.replaced for g in _shapes(be)), be.summary()
+
+
+def test_true_divide_maps_as_div() -> None:
+    """`aten.true_divide.Tensor` (div's alias, which GPT-2's loss traces to under dynamic shapes)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def f(x: Any, y: Any) -> Any:
+        return torch.ops.aten.true_divide.Tensor(x, y)
+
+    x, y = torch.randn(3, 4), torch.rand(4) + 0.5
+    gm = make_fx(f)(x, y)  # traced as div.Tensor: put the alias back
+    for node in gm.graph.nodes:
+        if node.target is torch.ops.aten.div.Tensor:
+            node.target = torch.ops.aten.true_divide.Tensor
+    gm.recompile()
+    imported = elt.import_graph(gm)
+    assert [n.attrs.get("op") for n in imported.graph.nodes if n.op == "Binary"] == ["Div"]
+    _close(elt.export_graph(imported.graph, imported.signature)(x, y), x / y)

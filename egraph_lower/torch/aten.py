@@ -137,7 +137,7 @@ _BINARY_OPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Add", ("add.Tensor", "add.Scalar")),
     ("Sub", ("sub.Tensor", "sub.Scalar")),
     ("Mul", ("mul.Tensor", "mul.Scalar")),
-    ("Div", ("div.Tensor", "div.Scalar")),
+    ("Div", ("div.Tensor", "div.Scalar", "true_divide.Tensor")),  # true_divide: div's alias (dynamic shapes trace it)
     ("Max", ("maximum.default",)),
     ("Min", ("minimum.default",)),
     ("Pow", ("pow.Tensor_Scalar", "pow.Tensor_Tensor")),

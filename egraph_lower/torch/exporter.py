@@ -73,7 +73,10 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
     root = torch.nn.Module()
     taken: set[str] = set()
     args = {name: g.placeholder(_safe(name, taken)) for name in sig.inputs}
-    first = next(iter(args.values()), None)
+    # the device the masks are drawn on: the first tensor argument's (a graph specialised from one with
+    # symbolic sizes may take a number first, a SymInt placeholder its Inputs never read)
+    tensors = {n.attrs["name"] for n in graph.nodes if n.op in ("Input", "Param")}
+    first = next((a for name, a in args.items() if name in tensors), next(iter(args.values()), None))
     for m in sig.masks:  # drawn first, in order: the generator is consumed as eager's dropouts consume it
         args[m.name] = g.call_function(kernels.dropout_mask, (first, list(m.shape), m.dtype, m.p))
     env: dict[int, fx.Node] = {}
