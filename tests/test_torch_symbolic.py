@@ -258,3 +258,22 @@ def test_true_divide_maps_as_div() -> None:
     imported = elt.import_graph(gm)
     assert [n.attrs.get("op") for n in imported.graph.nodes if n.op == "Binary"] == ["Div"]
     _close(elt.export_graph(imported.graph, imported.signature)(x, y), x / y)
+
+
+def test_mark_dynamic_lowers_each_length() -> None:
+    """`torch._dynamo.mark_dynamic` on the batch dim: symbolic from the first call, each length lowered."""
+    be = elt.backend("metal", strict=True)
+    eager = _mlp()
+    compiled = copy.deepcopy(eager)
+    step = torch.compile(mse_step(compiled), backend=be)
+    for x, y in _batches((6, 9, 4)):
+        torch._dynamo.mark_dynamic(x, 0)
+        torch._dynamo.mark_dynamic(y, 0)
+        eager.zero_grad()
+        compiled.zero_grad()
+        _close(step(x, y), mse_step(eager)(x, y))
+        for g, w in zip(_grads(compiled), _grads(eager)):
+            _close(g, w)
+    top = [g for g in be.graphs if g.of is None]
+    assert top and all(g.status == "per shape" for g in top), be.summary()
+    assert len(_shapes(be)) == 2 * 3 and all(g.status == "lowered" for g in _shapes(be)), be.summary()

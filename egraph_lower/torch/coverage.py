@@ -29,7 +29,7 @@ END = "<!-- end of core-aten-coverage -->"
 NOT_YET = "not mapped yet"
 
 _SIZES = "data-dependent output size: the format's shapes are known before a graph runs"
-_SYMBOLIC = "a symbolic size, stride or layout query (graphs with symbolic sizes run in PyTorch)"
+_SYMBOLIC = "a symbolic size, stride or layout query (a graph with symbolic sizes is specialised to each concrete shape first: these become numbers)"
 _RNG = "draws random numbers: the format has no generator (dropout's mask is an input the exported module draws)"
 # Why an unmapped Core ATen overload cannot be a format op (kept by hand; anything else is NOT_YET).
 REASONS: dict[str, str] = {
