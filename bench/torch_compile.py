@@ -2,6 +2,7 @@
 
     python bench/torch_compile.py [--models mlp,cnn,gpt2,bert] [--backends aot_eager,cpu,metal,wgpu]
                                   [--repeats 3] [--steps 30]
+    python bench/torch_compile.py --dynamic [--models gpt2,bert] [--backends aot_eager,metal,wgpu]
 
 Each (model, backend) runs in a fresh Python process, `repeats` times, alternating
 backends. Times are the process's CPU time (`time.process_time`) with one torch
@@ -24,6 +25,16 @@ first-use cost are no part of either backend); then the model is built, and
 - "less a step": the first call less one steady step, over aot_eager's likewise: what
   compiling costs, apart from the step that the first call also runs (for wgpu's CNN,
   whose convolutions run as Im2Col and MatMul, that step alone is 50 ms dearer).
+
+`--dynamic`: a training loop over varied sequence lengths, compiled as users compile it
+(dynamo's default, `dynamic=None`: static at the first shape, symbolic from the first change on), over
+SHAPES (six lengths, two batch sizes), in a fresh process per (model, backend) and repeat:
+
+- new shapes: the total CPU time of the first call at each new shape (compiling, and for the
+  backend the per-shape lowering, included), against `aot_eager` over the same loop;
+- a met shape: once the loop has run, the step at a shape it met (the graph with symbolic sizes,
+  its specialisation kept) against the step of the same model compiled with `dynamic=False` at that
+  shape (a static graph), both with the backend, interleaved in one process.
 
 The models (small, random weights, nothing downloaded): an MLP with LayerNorm and
 dropout, a CNN with Conv2d + BatchNorm2d + max pooling, and `transformers`' GPT-2
@@ -147,6 +158,122 @@ def steady(model_name: str, backend_name: str, steps: int) -> dict[str, Any]:
             "aot_eager_step": statistics.median(times["aot_eager"])}
 
 
+SHAPES = ((4, 16), (4, 24), (2, 32), (4, 40), (2, 48), (4, 56))  # (batch, length)
+MET = (2, 32)
+
+
+def build_dynamic(name: str) -> tuple[Any, Any]:
+    """(model, loss(ids, labels)) of transformers' GPT-2 or BERT, any batch and length."""
+    import torch
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    if name == "gpt2":
+        gpt = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=2, n_head=2, n_embd=64, vocab_size=128,
+                                                                   n_positions=64))
+        gpt.loss_type = "ForCausalLM"
+        return gpt, lambda ids, labels: gpt(input_ids=ids, labels=ids).loss
+    cfg = transformers.BertConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=64, intermediate_size=128,
+                                  vocab_size=128, max_position_embeddings=64, num_labels=3)
+    cfg.problem_type = "single_label_classification"
+    bert = transformers.BertForSequenceClassification(cfg)
+    return bert, lambda ids, labels: bert(input_ids=ids, labels=labels).loss
+
+
+def _dynamic_step(model_name: str, backend_name: str, dynamic: bool | None) -> tuple[Any, Any]:
+    import torch
+
+    import egraph_lower.torch as elt
+
+    model, loss_fn = build_dynamic(model_name)
+    model.train()
+    be: Any = backend_name if backend_name == "aot_eager" else elt.backend(backend_name)
+    step = torch.compile(loss_fn, backend=be, dynamic=dynamic)
+
+    def train_step(ids: Any) -> None:
+        model.zero_grad(set_to_none=True)
+        step(ids, ids[:, 0] % 3).backward()  # the labels made outside the compiled step
+
+    return train_step, be
+
+
+def _ids(b: int, n: int) -> Any:
+    import torch
+
+    return torch.randint(0, 128, (b, n), generator=torch.Generator().manual_seed(b * 1000 + n))
+
+
+def dynamic_loop(model_name: str, backend_name: str) -> dict[str, Any]:
+    """The CPU time of the first call at each new shape of SHAPES, in this (fresh) process."""
+    _warm()
+    train_step, be = _dynamic_step(model_name, backend_name, None)
+    times = []
+    for b, n in SHAPES:
+        ids = _ids(b, n)
+        gc.collect()
+        t0 = time.process_time()
+        train_step(ids)
+        times.append(time.process_time() - t0)
+    out: dict[str, Any] = {"model": model_name, "backend": backend_name, "firsts": times, "total": sum(times)}
+    if backend_name != "aot_eager":
+        out["shapes lowered"] = sum(g.of is not None and g.status == "lowered" for g in be.graphs)
+        out["fallbacks"] = sum(len(g.errors) for g in be.graphs) + len(be.unlowered_ops)
+    return out
+
+
+def dynamic_steady(model_name: str, backend_name: str, steps: int) -> dict[str, Any]:
+    """Median step CPU times at MET: the loop's step (symbolic sizes, MET's specialisation) against a
+    static graph's (`dynamic=False`), interleaved."""
+    _warm()
+    loop, _ = _dynamic_step(model_name, backend_name, None)
+    for b, n in SHAPES:
+        loop(_ids(b, n))
+    static, _ = _dynamic_step(model_name, backend_name, False)
+    ids = _ids(*MET)
+    runs = {"met": loop, "static": static}
+    for run in runs.values():
+        for _ in range(3):
+            run(ids)
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for _ in range(steps):
+        for k, run in runs.items():
+            t0 = time.process_time()
+            run(ids)
+            times[k].append(time.process_time() - t0)
+    return {"model": model_name, "backend": backend_name, "met": statistics.median(times["met"]),
+            "static": statistics.median(times["static"])}
+
+
+def main_dynamic(args: argparse.Namespace, env: dict[str, str]) -> None:
+    models = [m for m in args.models.split(",") if m in ("gpt2", "bert")] or ["gpt2", "bert"]
+    backends = [b for b in args.backends.split(",") if b not in ("aot_eager", "cpu")]
+    print(f"shapes (batch, length): {', '.join(f'{b}x{n}' for b, n in SHAPES)}; met shape {MET[0]}x{MET[1]}")
+    print("| model | backend | new shapes: total first calls (s) | aot_eager (s) | ratio | step at a met shape (ms) |"
+          " static graph's step (ms) | ratio | shapes lowered | fallbacks |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for model in models:
+        loops: dict[str, list[dict[str, Any]]] = {}
+        for _ in range(args.repeats):
+            for backend in ["aot_eager", *backends]:
+                r = _run(["--dynamic-loop", model, backend], env)
+                if r is not None:
+                    loops.setdefault(backend, []).append(r)
+        base = statistics.median(r["total"] for r in loops.get("aot_eager", [{"total": float("nan")}]))
+        for backend in backends:
+            if backend not in loops:
+                continue
+            total = statistics.median(r["total"] for r in loops[backend])
+            st = [r for r in (_run(["--dynamic-steady", model, backend, "--steps", str(args.steps)], env)
+                              for _ in range(args.repeats)) if r is not None]
+            met = statistics.median(r["met"] for r in st) if st else float("nan")
+            static = statistics.median(r["static"] for r in st) if st else float("nan")
+            ratio = statistics.median(r["met"] / r["static"] for r in st) if st else float("nan")
+            r0 = loops[backend][0]
+            print(f"| {model} | {backend} | {total:.2f} | {base:.2f} | {total / base:.2f}x | {met * 1e3:.2f} |"
+                  f" {static * 1e3:.2f} | {ratio:.2f}x | {r0['shapes lowered']} | {r0['fallbacks']} |", flush=True)
+
+
 def _run(args: list[str], env: dict[str, str]) -> dict[str, Any] | None:
     proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
@@ -163,7 +290,16 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--first", nargs=2, metavar=("MODEL", "BACKEND"), help=argparse.SUPPRESS)
     ap.add_argument("--steady", nargs=2, metavar=("MODEL", "BACKEND"), help=argparse.SUPPRESS)
+    ap.add_argument("--dynamic", action="store_true", help="the loop over varied sequence lengths (above)")
+    ap.add_argument("--dynamic-loop", nargs=2, metavar=("MODEL", "BACKEND"), help=argparse.SUPPRESS)
+    ap.add_argument("--dynamic-steady", nargs=2, metavar=("MODEL", "BACKEND"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.dynamic_loop:
+        print(json.dumps(dynamic_loop(*args.dynamic_loop)))
+        return
+    if args.dynamic_steady:
+        print(json.dumps(dynamic_steady(args.dynamic_steady[0], args.dynamic_steady[1], args.steps)))
+        return
     if args.first:
         print(json.dumps(first_call(args.first[0], args.first[1])))
         return
@@ -171,6 +307,9 @@ def main() -> None:
         print(json.dumps(steady(args.steady[0], args.steady[1], args.steps)))
         return
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    if args.dynamic:
+        main_dynamic(args, env)
+        return
     backends = [b for b in args.backends.split(",") if b != "aot_eager"]
     print("| model | backend | first call (s) | aot_eager (s) | ratio | less a step: ratio | step (ms) |"
           " aot_eager (ms) | ratio | lowered graphs | pieces run lowered |")
