@@ -3,7 +3,7 @@ compiled as users compile them (dynamo's default, and `dynamic=True`), every gra
 
 Random weights from small configs (nothing downloaded), dropout as shipped (the generator is seeded
 before each step: `torch_models.step_of`). `strict=True`: an unmapped op, or any failure, raises, so
-nothing runs in PyTorch, because of its sizes or otherwise. Four shapes here (three lengths, two batch
+nothing runs in PyTorch, because of its sizes or otherwise. Four shapes here (four lengths, two batch
 sizes); `python bench/torch_compile.py --dynamic` runs the six-length loop.
 """
 
