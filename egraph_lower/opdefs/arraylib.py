@@ -52,6 +52,19 @@ class NumPyOps:
     maximum = staticmethod(np.maximum)
     minimum = staticmethod(np.minimum)
     clip = staticmethod(np.clip)
+    # the Binary ops of version 3 (binary_math.py)
+    fmod = staticmethod(np.fmod)
+    atan2 = staticmethod(np.arctan2)
+    hypot = staticmethod(np.hypot)
+    copysign = staticmethod(np.copysign)
+    fmax = staticmethod(np.fmax)
+    fmin = staticmethod(np.fmin)
+    floor_divide = staticmethod(np.floor_divide)
+    bitwise_and = staticmethod(np.bitwise_and)
+    bitwise_or = staticmethod(np.bitwise_or)
+    bitwise_xor = staticmethod(np.bitwise_xor)
+    zeros_like = staticmethod(np.zeros_like)
+    ones_like = staticmethod(np.ones_like)
 
     @staticmethod
     def is_float(x: Any) -> bool:
