@@ -171,7 +171,7 @@ def _cast(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
 OPS: tuple[OpDef, ...] = (
     OpDef("Binary", ("a", "b"), (Attr("op", one_of(BINARY_OPS, "binary op")),), _binary, _op_binary,
           (Ctor("Bin", "Binary", (string("op"),), 2, tuple(head(h, op=o) for h, o in BINARY_HEADS.items())),),
-          domain=None, torch="binary",
+          domain="binary", torch="binary",
           sample=({"op": "Add"}, (((2, 3), "f32"), ((3,), "f32")))),
     OpDef("Compare", ("a", "b"), (Attr("op", one_of(COMPARE_OPS, "compare op")),), _compare, _op_compare,
           (Ctor("Cmp", "Compare", (string("op"),), 2, tuple(head(h, op=o) for h, o in COMPARE_HEADS.items())),),

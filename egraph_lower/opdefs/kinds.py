@@ -246,6 +246,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("LeakyRelu", _leaky, _leaky_grad, params=(("alpha", 0.01),)),
     Kind("Hardtanh", _hardtanh, _hardtanh_grad, params=(("min", -1.0), ("max", 1.0))),
 )
+from .kinds_math import KINDS as _MATH_KINDS  # noqa: E402 (format version 3's, defined over this module's helpers)
+
+KINDS += _MATH_KINDS
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
 
 

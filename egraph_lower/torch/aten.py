@@ -150,9 +150,15 @@ handles("pow.Scalar")(_binary("Pow", first="self", second="exponent"))
 
 @handles("div.Tensor_mode", "div.Scalar_mode")
 def _div_mode(ctx: Context, a: dict[str, Any]) -> int:
+    """None: Div; 'floor': FloorDiv; 'trunc': Div on integers (it truncates), Trunc of Div on floats
+    (torch's trunc(a / b), the quotient rounded first: aten_math.py)."""
     mode = a["rounding_mode"]
+    if mode == "floor":
+        return _binary("FloorDiv")(ctx, a)
+    if mode == "trunc" and ctx.out_dtype() in FLOAT_DTYPES:
+        return ctx.add("Activation", (_binary("Div")(ctx, a),), {"kind": "Trunc"})
     if mode is not None and not (mode == "trunc" and ctx.out_dtype() in ("i32", "i64")):
-        raise ctx.refuse(f"rounding_mode={mode!r} (only true division, or 'trunc' on integers, is in the format)")
+        raise ctx.refuse(f"rounding_mode={mode!r}")
     return _binary("Div")(ctx, a)
 
 

@@ -13,6 +13,24 @@ in tests/test_math.py).
   torch's), `Binary{And|Or|Xor}`, cast to the result's dtype.
 - `bitwise_and/or/xor` (tensor or scalar other): `Binary{And|Or|Xor}` in the result's dtype
   (integers or bool; torch refuses floats, and so does the format).
+- `floor_divide`, `remainder`, `fmod`, `atan2`, `hypot`, `copysign`, `xlogy`, `fmax`, `fmin` (their
+  tensor and scalar overloads): `Binary{FloorDiv, Rem, Fmod, Atan2, Hypot, Copysign, Xlogy, FMax, FMin}`
+  in the result's dtype, torch's conventions (opdefs/binary_math.py). `div(rounding_mode='floor')`
+  is FloorDiv, `'trunc'` on floats `Activation{Trunc}` of the Div (torch rounds the quotient first:
+  aten.py).
+- `sinh cosh asinh acosh atanh exp2 expm1 log1p trunc fix`: `Activation{Sinh ... Trunc}`; their
+  backward is primitives in aten (cosh, sinh, mul, ...).
+- `empty_like`, `empty_permuted`, `empty.memory_format`, `new_empty`, `empty_strided`: a `Constant` 0
+  of the result's shape and dtype (an empty tensor's contents are unspecified; what reads it has
+  written it first: `fill`, `copy`). `copy(self, src)`: src cast to self's dtype and expanded to
+  its shape.
+- `logit(x, eps)`: `Activation{Logit}` of x clamped to [eps, 1 - eps] (Max, Min; none for eps None),
+  computed in float32 for f16/bf16 and rounded once, as torch's kernel; `logit_backward(grad, x, eps)`:
+  `ActivationBackward{Logit}(x, grad)` (NaN outside [0, 1], inf at 0 and 1), with eps
+  `Where(x < eps or x > 1 - eps, 0, ...)`, the bounds compared in float32 for f16/bf16 as torch does.
+- `lerp(self, end, w)`: torch's kernel, `Where(|w| < 1/2, self + w (end - self), end - (end - self)(1 - w))`,
+  in float32 for f16/bf16 and rounded once; `round(x, decimals)`: torch's kernel in the dtype,
+  `Round(x * 10^d) / 10^d` (d <= 0: `Round(x / 10^-d) * 10^-d`).
 """
 
 from __future__ import annotations
@@ -20,6 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dtypes import FLOAT_DTYPES
+from .aten import _activation
 from .context import Context
 from .registry import handles
 
@@ -79,3 +98,131 @@ def _bitwise(op: str) -> Any:
 for _name, _op in _LOGICAL.items():
     handles(f"logical_{_name}.default")(_logical(_op))
     handles(f"bitwise_{_name}.Tensor", f"bitwise_{_name}.Scalar")(_bitwise(_op))
+
+
+# --------------------------------------------------------------------------- version 3's Binary ops
+
+def _binary_of(op: str, first: str = "self", second: str = "other") -> Any:
+    def handler(ctx: Context, a: dict[str, Any]) -> int:
+        dt = ctx.out_dtype()
+        return ctx.add("Binary", (ctx.operand(a[first], dt), ctx.operand(a[second], dt)), {"op": op})
+    return handler
+
+
+_BINARY_MATH: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("FloorDiv", ("floor_divide.default", "floor_divide.Scalar")),
+    ("Rem", ("remainder.Tensor", "remainder.Scalar", "remainder.Scalar_Tensor")),
+    ("Fmod", ("fmod.Tensor", "fmod.Scalar")),
+    ("Atan2", ("atan2.default",)),
+    ("Hypot", ("hypot.default",)),
+    ("Copysign", ("copysign.Tensor", "copysign.Scalar")),
+    ("Xlogy", ("xlogy.Tensor", "xlogy.Scalar_Self", "xlogy.Scalar_Other")),
+    ("FMax", ("fmax.default",)),
+    ("FMin", ("fmin.default",)),
+)
+for _op, _names in _BINARY_MATH:
+    handles(*_names)(_binary_of(_op))
+
+
+# --------------------------------------------------------------------------- version 3's activation kinds
+
+_KINDS = {"sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh", "exp2": "Exp2",
+          "expm1": "Expm1", "log1p": "Log1p", "trunc": "Trunc", "fix": "Trunc"}
+for _name, _kind in _KINDS.items():
+    handles(f"{_name}.default")(_activation(_kind))
+
+
+# --------------------------------------------------------------------------- empty tensors and copies
+
+@handles("empty_like.default", "empty_permuted.default", "empty.memory_format", "new_empty.default",
+         "empty_strided.default")
+def _empty(ctx: Context, a: dict[str, Any]) -> int:
+    """An empty tensor's contents are unspecified: zeros of its shape and dtype (a layout or
+    permutation is a matter of strides, which the format does not have)."""
+    shape, dt = ctx.out()
+    return ctx.const(0, dt, shape)
+
+
+@handles("copy.default")
+def _copy(ctx: Context, a: dict[str, Any]) -> int:
+    """copy(self, src): src cast to self's dtype and broadcast to its shape (self's values unused)."""
+    shape, dt = ctx.out()
+    return ctx.expand(ctx.cast(ctx.t(a["src"]), dt), shape)
+
+
+# --------------------------------------------------------------------------- logit
+
+def _opmath(dt: str) -> str:
+    """The dtype torch's logit kernels compute in: float32 for f16/bf16 (they round once)."""
+    return "f64" if dt == "f64" else "f32"
+
+
+@handles("logit.default")
+def _logit(ctx: Context, a: dict[str, Any]) -> int:
+    """logit(x, eps) = log(z / (1 - z)), z = clamp(x, eps, 1 - eps) (no clamp for eps None), in the
+    kernel's opmath dtype and rounded once."""
+    shape, dt = ctx.out()
+    if dt not in FLOAT_DTYPES:
+        raise ctx.refuse(f"logit of {dt}")
+    wide = _opmath(dt)
+    x = ctx.cast(ctx.t(a["self"]), wide)
+    eps = a.get("eps")
+    if eps is not None:
+        x = ctx.add("Binary", (x, ctx.const(float(eps), wide)), {"op": "Max"})
+        x = ctx.add("Binary", (x, ctx.const(1.0 - float(eps), wide)), {"op": "Min"})
+    return ctx.cast(ctx.add("Activation", (x,), {"kind": "Logit"}), dt)
+
+
+@handles("logit_backward.default")
+def _logit_backward(ctx: Context, a: dict[str, Any]) -> int:
+    """ActivationBackward{Logit}(x, grad); with eps, 0 where x < eps or x > 1 - eps (torch's kernel,
+    its bounds compared in the opmath dtype)."""
+    shape, dt = ctx.out()
+    if dt not in FLOAT_DTYPES:
+        raise ctx.refuse(f"a gradient of dtype {dt}")
+    x = ctx.expand(ctx.cast(ctx.t(a["self"]), dt), shape)
+    dy = ctx.expand(ctx.cast(ctx.t(a["grad_output"]), dt), shape)
+    g = ctx.add("ActivationBackward", (x, dy), {"kind": "Logit"})
+    eps = a.get("eps")
+    if eps is None:
+        return g
+    wide = _opmath(dt)
+    xw = ctx.cast(x, wide)
+    low = ctx.add("Compare", (xw, ctx.const(float(eps), wide)), {"op": "Lt"})
+    high = ctx.add("Compare", (xw, ctx.const(1.0 - float(eps), wide)), {"op": "Gt"})
+    outside = ctx.add("Binary", (low, high), {"op": "Or"})
+    return ctx.add("Where", (outside, ctx.const(0, dt), g))
+
+
+# --------------------------------------------------------------------------- lerp, round(decimals)
+
+@handles("lerp.Scalar", "lerp.Tensor")
+def _lerp(ctx: Context, a: dict[str, Any]) -> int:
+    """torch's kernel: where(|w| < 1/2, self + w (end - self), end - (end - self)(1 - w)), in the
+    opmath dtype (float32 for f16/bf16), rounded once."""
+    shape, dt = ctx.out()
+    if dt not in FLOAT_DTYPES:
+        raise ctx.refuse(f"lerp of {dt}")
+    wide = _opmath(dt)
+    x, end, w = (ctx.operand(a[k], wide) for k in ("self", "end", "weight"))
+    diff = ctx.add("Binary", (end, x), {"op": "Sub"})
+    near = ctx.add("Binary", (x, ctx.add("Binary", (w, diff), {"op": "Mul"})), {"op": "Add"})
+    one_minus = ctx.add("Binary", (ctx.const(1, wide), w), {"op": "Sub"})
+    far = ctx.add("Binary", (end, ctx.add("Binary", (diff, one_minus), {"op": "Mul"})), {"op": "Sub"})
+    small = ctx.add("Compare", (ctx.add("Activation", (w,), {"kind": "Abs"}), ctx.const(0.5, wide)), {"op": "Lt"})
+    return ctx.cast(ctx.add("Where", (small, near, far)), dt)
+
+
+@handles("round.decimals")
+def _round_decimals(ctx: Context, a: dict[str, Any]) -> int:
+    """torch's kernel, in the tensor's dtype: round(x * 10^d) / 10^d for d > 0, round(x / 10^-d) * 10^-d
+    for d <= 0 (Round is half to even, as nearbyint)."""
+    shape, dt = ctx.out()
+    if dt not in FLOAT_DTYPES:
+        raise ctx.refuse(f"round(decimals) of {dt}")
+    d = int(a["decimals"])
+    x = ctx.cast(ctx.t(a["self"]), dt)
+    ten = ctx.const(10.0 ** abs(d), dt)
+    first, second = ("Mul", "Div") if d > 0 else ("Div", "Mul")
+    r = ctx.add("Activation", (ctx.add("Binary", (x, ten), {"op": first}),), {"kind": "Round"})
+    return ctx.add("Binary", (r, ten), {"op": second})
