@@ -30,6 +30,8 @@ ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("trunc", ""): (),
     ("logit", ""): ("logit_backward",),
     ("lerp", ""): (),
+    ("frac", ""): (),
+    ("nan_to_num", ""): (),
     ("round", "decimals_3"): (),
     ("round", "decimals_neg_3"): (),
 }

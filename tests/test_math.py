@@ -156,7 +156,8 @@ def test_clamp_isnan_and_logical_ops_through_the_backend(target: str) -> None:
         return (torch.clamp(x, lo, torch.tensor(2.0)), torch.clamp(x, min=-1.0), torch.clamp_max(x, lo), torch.isnan(x),
                 torch.logical_and(x, lo), torch.logical_or(x > 0, i), torch.logical_xor(x, i),
                 torch.bitwise_and(i, 5), torch.bitwise_or(i, i * 3), torch.bitwise_xor(i > 0, i < 3),
-                torch.clamp(i, min=0.5))
+                torch.clamp(i, min=0.5), (x > 0) * (lo > 0), torch.add(x > 0, lo > 0), torch.nan_to_num(x),
+                torch.frac(x), torch.nan_to_num(x, 1.0, 2.0, -3.0))
 
     got, want = _compiled(fn, x, lo, i, target=target), fn(x, lo, i)
     for g, w in zip(got, want):

@@ -117,6 +117,10 @@ def _promoted(ctx: Context, first: Any, second: Any) -> str:
     return ctx.format_dtype(torch.result_type(probes[0], probes[1]))
 
 
+# torch's mul, add, maximum and minimum of bool tensors: and, or (format version 3's And and Or)
+_BOOL_ARITHMETIC = {"Mul": "And", "Add": "Or", "Max": "Or", "Min": "And"}
+
+
 def _binary(op: str, first: str = "self", second: str = "other", reverse: bool = False) -> Handler:
     def handler(ctx: Context, a: dict[str, Any]) -> int:
         dt = ctx.out_dtype()
@@ -128,6 +132,8 @@ def _binary(op: str, first: str = "self", second: str = "other", reverse: bool =
                 y = ctx.add("Binary", (y, ctx.const(alpha, dt)), {"op": "Mul"})
         elif alpha is not None and alpha != 1:
             y = ctx.add("Binary", (y, ctx.const(alpha, dt)), {"op": "Mul"})
+        if dt == "bool" and op in _BOOL_ARITHMETIC:  # torch's arithmetic on bool is logical
+            return ctx.add("Binary", (x, y), {"op": _BOOL_ARITHMETIC[op]})
         return ctx.add("Binary", (x, y), {"op": op})
 
     return handler

@@ -31,6 +31,8 @@ in tests/test_math.py).
 - `lerp(self, end, w)`: torch's kernel, `Where(|w| < 1/2, self + w (end - self), end - (end - self)(1 - w))`,
   in float32 for f16/bf16 and rounded once; `round(x, decimals)`: torch's kernel in the dtype,
   `Round(x * 10^d) / 10^d` (d <= 0: `Round(x / 10^-d) * 10^-d`).
+- `frac(x)`: `x - Trunc(x)`; `nan_to_num(x, nan, posinf, neginf)`: `Where`s of `x != x`, `x == inf`,
+  `x == -inf` (defaults 0 and the dtype's finite extremes); `fill.Tensor`: the value expanded.
 """
 
 from __future__ import annotations
@@ -226,3 +228,47 @@ def _round_decimals(ctx: Context, a: dict[str, Any]) -> int:
     first, second = ("Mul", "Div") if d > 0 else ("Div", "Mul")
     r = ctx.add("Activation", (ctx.add("Binary", (x, ten), {"op": first}),), {"kind": "Round"})
     return ctx.add("Binary", (r, ten), {"op": second})
+
+
+# --------------------------------------------------------------------------- frac, nan_to_num, fill
+
+@handles("frac.default")
+def _frac(ctx: Context, a: dict[str, Any]) -> int:
+    """x - trunc(x), torch's definition (exact: the difference is representable)."""
+    dt = ctx.out_dtype()
+    if dt not in FLOAT_DTYPES:
+        raise ctx.refuse(f"frac of {dt}")
+    x = ctx.cast(ctx.t(a["self"]), dt)
+    return ctx.add("Binary", (x, ctx.add("Activation", (x,), {"kind": "Trunc"})), {"op": "Sub"})
+
+
+@handles("nan_to_num.default")
+def _nan_to_num(ctx: Context, a: dict[str, Any]) -> int:
+    """NaN to `nan` (0), +inf to `posinf` and -inf to `neginf` (the dtype's largest and lowest finite
+    values by default): Where of Compares, torch's definition; integers and bool pass unchanged."""
+    shape, dt = ctx.out()
+    x = ctx.cast(ctx.t(a["self"]), dt)
+    if dt not in FLOAT_DTYPES:
+        return x
+    import torch
+
+    from .common import FORMAT_TO_TORCH
+    info = torch.finfo(FORMAT_TO_TORCH[dt])
+    nan, pos, neg = (a.get("nan"), a.get("posinf"), a.get("neginf"))
+    values = (0.0 if nan is None else nan, info.max if pos is None else pos, info.min if neg is None else neg)
+    out = x
+    for v, test in zip(values[::-1], ("neginf", "posinf", "nan")):
+        if test == "nan":
+            cond = ctx.add("Compare", (x, x), {"op": "Ne"})
+        else:
+            cond = ctx.add("Compare", (x, ctx.const(float("inf") if test == "posinf" else float("-inf"), dt)),
+                           {"op": "Eq"})
+        out = ctx.add("Where", (cond, ctx.const(float(v), dt), out))
+    return out
+
+
+@handles("fill.Tensor")
+def _fill_tensor(ctx: Context, a: dict[str, Any]) -> int:
+    """fill(self, value): the 0-d value cast to self's dtype and expanded to its shape."""
+    shape, dt = ctx.out()
+    return ctx.expand(ctx.cast(ctx.t(a["value"]), dt), shape)
