@@ -12,11 +12,19 @@ integer kind (the identity, f' = 0). None has a wrt: output form.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
-from .kinds import Kind, _const, _identity
-
+Formula = Callable[[Any, Any], Any]  # (xp, x) -> f(x), as kinds.py's
 LN2 = math.log(2.0)
+
+
+def _const(v: float) -> Formula:
+    return lambda xp, x: xp.full_like(x, v)
+
+
+def _identity(xp: Any, x: Any) -> Any:
+    return x
 
 
 def _asinh_grad(xp: Any, x: Any) -> Any:
@@ -35,15 +43,16 @@ def _logit_grad(xp: Any, x: Any) -> Any:
     return xp.where((x < 0) | (x > 1), math.nan, xp.where(edge, math.inf, 1.0 / xp.where(edge, 0.5, x * (1.0 - x))))
 
 
-KINDS: tuple[Kind, ...] = (
-    Kind("Sinh", lambda xp, x: xp.sinh(x), lambda xp, x: xp.cosh(x)),
-    Kind("Cosh", lambda xp, x: xp.cosh(x), lambda xp, x: xp.sinh(x)),
-    Kind("Asinh", lambda xp, x: xp.asinh(x), _asinh_grad),
-    Kind("Acosh", lambda xp, x: xp.acosh(x), lambda xp, x: 1.0 / (xp.sqrt(x - 1.0) * xp.sqrt(x + 1.0))),
-    Kind("Atanh", lambda xp, x: xp.atanh(x), lambda xp, x: 1.0 / ((1.0 - x) * (1.0 + x))),
-    Kind("Exp2", lambda xp, x: xp.exp2(x), lambda xp, x: LN2 * xp.exp2(x)),
-    Kind("Expm1", lambda xp, x: xp.expm1(x), lambda xp, x: xp.exp(x)),
-    Kind("Log1p", lambda xp, x: xp.log1p(x), lambda xp, x: 1.0 / (1.0 + x)),
-    Kind("Trunc", lambda xp, x: xp.trunc(x), _const(0.0), None, _identity, _const(0)),
-    Kind("Logit", _logit, _logit_grad),
+# (name, f, f', and for an integer kind its f and f' on integers): kinds.py makes its `Kind`s of these
+FORMS: tuple[tuple[str, Formula, Formula, Formula | None, Formula | None], ...] = (
+    ("Sinh", lambda xp, x: xp.sinh(x), lambda xp, x: xp.cosh(x), None, None),
+    ("Cosh", lambda xp, x: xp.cosh(x), lambda xp, x: xp.sinh(x), None, None),
+    ("Asinh", lambda xp, x: xp.asinh(x), _asinh_grad, None, None),
+    ("Acosh", lambda xp, x: xp.acosh(x), lambda xp, x: 1.0 / (xp.sqrt(x - 1.0) * xp.sqrt(x + 1.0)), None, None),
+    ("Atanh", lambda xp, x: xp.atanh(x), lambda xp, x: 1.0 / ((1.0 - x) * (1.0 + x)), None, None),
+    ("Exp2", lambda xp, x: xp.exp2(x), lambda xp, x: LN2 * xp.exp2(x), None, None),
+    ("Expm1", lambda xp, x: xp.expm1(x), lambda xp, x: xp.exp(x), None, None),
+    ("Log1p", lambda xp, x: xp.log1p(x), lambda xp, x: 1.0 / (1.0 + x), None, None),
+    ("Trunc", lambda xp, x: xp.trunc(x), _const(0.0), _identity, _const(0)),
+    ("Logit", _logit, _logit_grad, None, None),
 )
