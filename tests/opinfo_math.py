@@ -32,6 +32,7 @@ ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("lerp", ""): (),
     ("frac", ""): (),
     ("nan_to_num", ""): (),
+    ("nn.functional.hinge_embedding_loss", ""): (),  # clamp_min, empty_like and fill in its graphs
     ("round", "decimals_3"): (),
     ("round", "decimals_neg_3"): (),
 }
