@@ -25,6 +25,7 @@ from .extract import (ClassMetas, Costs, Decoded, Extraction, check_consistent, 
 from .fast.columns import Combo
 from .graph import Graph, Node, gc_paused
 from .memory import check_load
+from .opdefs.elementwise import BASE_BINARY_OPS
 from .text import printable
 from .provenance import Matcher
 from .rules.dsl import Rule
@@ -107,7 +108,8 @@ class LowerResult:
 
 
 def _label(node: Node | Combo) -> str:
-    kind = node.attrs.get("kind")
+    kind = node.attrs.get("op") if node.op == "Binary" and node.attrs.get("op") not in BASE_BINARY_OPS \
+        else node.attrs.get("kind")
     return f"{node.op}{{{kind}}}" if kind else node.op
 
 
@@ -115,10 +117,10 @@ def check_legal(graph: Graph, backend: Backend) -> None:
     """Every node runs on the backend (raises IllegalGraphError). That the graph is a valid
     document holds by construction and is checked by `extract.check_consistent`;
     `document.validated(graph)` checks it from scratch."""
-    runs = backend.runs
+    runs = backend.runs_node
     columns = graph.columns  # (a converted graph's: each distinct op and attributes asked once)
     for node in graph.nodes if columns is None else columns.combos():
-        if not runs(node.op, node.attrs.get("kind")):
+        if not runs(node):
             raise IllegalGraphError(
                 f"node {node.id} ({_label(node)}) is not run by backend {backend.name}: a lowering bug"
             )

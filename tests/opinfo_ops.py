@@ -42,3 +42,5 @@ from opinfo_convpool import ENTRIES as _convpool  # noqa: E402
 OPINFO_BACKWARD.update(_convpool)
 from opinfo_index import ENTRIES as _index  # noqa: E402
 OPINFO_BACKWARD.update(_index)
+from opinfo_math import ENTRIES as _math  # noqa: E402
+OPINFO_BACKWARD.update(_math)

@@ -59,6 +59,10 @@ REF_F = {
     "LogSigmoid": lambda x: -math.log1p(math.exp(-x)),
     "LeakyRelu": lambda x: x if x > 0 else 0.01 * x,  # the default parameters (test_acts.py: others)
     "Hardtanh": lambda x: min(max(x, -1.0), 1.0),
+    # format version 3's (opdefs/kinds_math.py)
+    "Sinh": math.sinh, "Cosh": math.cosh, "Asinh": math.asinh, "Acosh": math.acosh, "Atanh": math.atanh,
+    "Exp2": lambda x: 2.0**x, "Expm1": math.expm1, "Log1p": math.log1p, "Trunc": lambda x: float(math.trunc(x)),
+    "Logit": lambda x: math.log(x / (1 - x)),
 }
 assert set(REF_F) == set(ACTIVATION_KINDS)
 
@@ -66,7 +70,8 @@ MODERATE = [-7.5, -3.0, -2.5, -2.2, -1.5, -1.1, -0.5, -0.4, 0.0, 0.3, 0.5, 0.9, 
 POSITIVE = [0.01, 0.3, 1.0, 2.6, 50.0, 1e3]
 DOMAIN_F = {k: MODERATE for k in ACTIVATION_KINDS}
 DOMAIN_F.update(Log=POSITIVE, Sqrt=POSITIVE, Rsqrt=POSITIVE, Recip=[x for x in MODERATE if x != 0],
-                Tan=[-1.2, -0.4, 0.0, 0.3, 0.9, 1.4, 2.0])
+                Tan=[-1.2, -0.4, 0.0, 0.3, 0.9, 1.4, 2.0], Acosh=[1.0, 1.1, 1.5, 3.0, 50.0, 1e3],
+                Atanh=[-0.99, -0.5, -0.1, 0.0, 0.3, 0.9], Logit=[0.01, 0.3, 0.5, 0.7, 0.99], Log1p=[-0.99, -0.5, 0.0, 0.3, 2.6, 1e3])
 
 SMOOTH = [-7.5, -2.2, -1.1, -0.4, 0.0, 0.3, 0.9, 1.7, 2.6, 6.3, -15.0, 12.0]
 DOMAIN_D = {k: SMOOTH for k in ACTIVATION_KINDS}
@@ -79,6 +84,8 @@ DOMAIN_D.update(
     Log=POSITIVE, Sqrt=POSITIVE, Rsqrt=POSITIVE, Recip=[x for x in SMOOTH if x != 0],
     Tan=[-1.2, -0.4, 0.0, 0.3, 0.9, 1.4, 2.0],
     Floor=[-2.2, -0.4, 0.3, 1.7], Ceil=[-2.2, -0.4, 0.3, 1.7], Sign=[-2.2, -0.4, 0.3, 1.7],
+    Trunc=[-2.2, -0.4, 0.3, 1.7], Logit=[0.1, 0.3, 0.5, 0.7, 0.9], Acosh=[1.1, 1.5, 3.0, 12.0], Atanh=[-0.9, -0.4, 0.0, 0.3, 0.9],
+    Log1p=[-0.9, -0.4, 0.0, 0.3, 2.6, 12.0],
 )
 FD_KINDS = [k for k in ACTIVATION_KINDS if k != "Round"]  # Round is straight-through: not its true derivative
 

@@ -6,6 +6,8 @@ A backend is a JSON document (the built-in ones sit beside this file):
      "ops": ["Input", "Binary", "Activation", ...],       format ops it runs
      "activation_kinds": "all" | ["Relu", ...],          kinds of Activation it runs
      "backward_kinds": "all" | ["Relu", ...],            kinds of ActivationBackward (if in ops)
+     "binary_ops": "all" | ["Add", "FloorDiv", ...],     ops of Binary it runs (if in ops; default:
+                                                         version 1's seven, Add Sub Mul Div Max Min Pow)
      "half_precision_math": "float32" | "native",        optional, default "float32": whether an
                                                          f16/bf16 expansion computes in float32 and
                                                          rounds once (as PyTorch) or in the low dtype
@@ -32,12 +34,14 @@ from typing import Any
 from ..errors import BackendError, LowerError
 from ..graph import Node, parse_json
 from ..opdefs import OPDEFS
+from ..opdefs.elementwise import BASE_BINARY_OPS
 from ..ops import ACTIVATION_KINDS, BINARY_OPS, OPS
 from ..reading import BACKEND_BYTES, read_text
 from .cost import CostModel
 
 BUILTIN = ("cpu", "mlx", "metal", "tpu", "wgpu")
-_KEYS = {"name", "description", "ops", "activation_kinds", "backward_kinds", "cost", "half_precision_math"}
+_KEYS = {"name", "description", "ops", "activation_kinds", "backward_kinds", "binary_ops", "cost",
+         "half_precision_math"}
 HALF_PRECISION_MATH = ("float32", "native")
 _COST_KEYS = {"launch", "byte", "flop", "view", "weights"}
 _KINDED = tuple(name for name, d in OPDEFS.items() if d.kinded)  # Activation, ActivationBackward
@@ -61,33 +65,56 @@ class Backend:
     backward_kinds: frozenset[str]
     cost: CostModel
     half_precision_math: str = "float32"  # one of HALF_PRECISION_MATH
+    binary_ops: frozenset[str] = frozenset(BASE_BINARY_OPS)
 
     def runs(self, op: str, kind: str | None = None) -> bool:
-        """Whether a kernel exists for `op` (of `kind`, for the ops whose kinds backends list)."""
+        """Whether a kernel exists for `op` (of `kind`, for the ops whose kinds backends list; for
+        `Binary`, `kind` is its `op` attribute: `node_kind`)."""
         if op not in self.ops:
             return False
         if op in _KINDED:
             return kind in self._kinds(op)
+        if op == "Binary":
+            return kind in self.binary_ops
         return True
 
     def _kinds(self, op: str) -> frozenset[str]:
         """The kinds of a kinded op it runs: `backward_kinds` for a backward op, else `activation_kinds`."""
         return self.backward_kinds if OPDEFS[op].backward else self.activation_kinds
 
-    def runs_node(self, node: Node) -> bool:
-        return self.runs(node.op, node.attrs.get("kind"))
+    def runs_node(self, node: Any) -> bool:
+        """Whether it runs a node (anything with `op` and `attrs`: a Node, or a Combo of columns)."""
+        return self.runs(node.op, node_kind(node.op, node.attrs))
 
     @cached_property
     def missing(self) -> frozenset[str]:
-        """Labels (`Activation.Erf`, `ReluBackward`, ...) of what this backend lacks."""
+        """Labels (`Activation.Erf`, `Binary.FloorDiv`, `ReluBackward`, ...) of what this backend lacks."""
         out = {op for op in OPS if op not in self.ops}
         for op in _KINDED:
             if op in self.ops:
                 out |= {f"{op}.{k}" for k in ACTIVATION_KINDS if k not in self._kinds(op)}
+        if "Binary" in self.ops:
+            out |= {f"Binary.{b}" for b in BINARY_OPS if b not in self.binary_ops}
         return frozenset(out)
 
     def summary(self) -> str:
         return f"{self.name}: {self.description}"
+
+
+def node_kind(op: str, attrs: Any) -> str | None:
+    """What `Backend.runs` is asked about beside the op: an activation kind, or a Binary's op."""
+    return attrs.get("op") if op == "Binary" else attrs.get("kind")
+
+
+def _binary_ops(value: Any, where: str) -> frozenset[str]:
+    if value == "all":
+        return frozenset(BINARY_OPS)
+    if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
+        raise BackendError(f"backend {where}: binary_ops must be \"all\" or a list of Binary ops")
+    unknown = sorted(set(value) - set(BINARY_OPS))
+    if unknown:
+        raise BackendError(f"backend {where}: unknown Binary op {_short(unknown[0])}")
+    return frozenset(value)
 
 
 def _kinds(value: Any, where: str) -> frozenset[str]:
@@ -176,6 +203,7 @@ def from_dict(doc: Any, where: str = "file") -> Backend:
         backward_kinds=_kinds(doc.get("backward_kinds", []), name),
         cost=model,
         half_precision_math=half_math,
+        binary_ops=_binary_ops(doc.get("binary_ops", list(BASE_BINARY_OPS)), name),
     )
 
 

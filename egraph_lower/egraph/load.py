@@ -128,7 +128,9 @@ def _half_program(relation: str) -> str:
 
 
 def label(op: str, attrs: Any) -> str:
-    """A node's label as rules and backends name ops: `Activation.Erf`, `ReluBackward`."""
+    """A node's label as rules and backends name ops: `Activation.Erf`, `Binary.FloorDiv`, `ReluBackward`."""
+    if op == "Binary":
+        return f"Binary.{attrs.get('op')}"
     return f"{op}.{attrs.get('kind')}" if OPDEFS[op].kinded else op
 
 

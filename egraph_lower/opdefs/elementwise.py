@@ -11,13 +11,18 @@ from ..arrays import (_BOOL, Args, Attrs, _convert, _f, _finish, _i, _iadd, _idi
                       _round_float, _wrap)
 from ..dtypes import DTYPES, FLOAT_DTYPES, INT_DTYPES, to_numpy
 from ..errors import LowerError
+from . import binary_math as BM
+from .arraylib import NUMPY
 from .base import Attr, Ctor, Meta, OpDef, head, string
 from .meta import elementwise_shape, one_of, same_dtype, shape2
 
-BINARY_OPS: tuple[str, ...] = ("Add", "Sub", "Mul", "Div", "Max", "Min", "Pow")
+# version 1's seven, then version 3's (binary_math.py)
+BASE_BINARY_OPS: tuple[str, ...] = ("Add", "Sub", "Mul", "Div", "Max", "Min", "Pow")
+BINARY_OPS: tuple[str, ...] = BASE_BINARY_OPS + BM.NEW_OPS
 COMPARE_OPS: tuple[str, ...] = ("Eq", "Ne", "Lt", "Le", "Gt", "Ge")
 # the rule notation's spelling of each
-BINARY_HEADS = {"+": "Add", "-": "Sub", "*": "Mul", "/": "Div", "max": "Max", "min": "Min", "pow": "Pow"}
+BINARY_HEADS = {"+": "Add", "-": "Sub", "*": "Mul", "/": "Div", "max": "Max", "min": "Min", "pow": "Pow",
+                **BM.HEADS}
 COMPARE_HEADS = {"==": "Eq", "!=": "Ne", "<": "Lt", "<=": "Le", ">": "Gt", ">=": "Ge"}
 
 
@@ -57,9 +62,34 @@ _BOOL_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 }
 
 
+def binary_ops_on(dtype: str) -> tuple[str, ...]:
+    """The Binary ops defined on `dtype`."""
+    if dtype == "bool":
+        return tuple(BM.BOOL)
+    base = BASE_BINARY_OPS if dtype in FLOAT_DTYPES or dtype in INT_DTYPES else ()
+    return base + tuple(op for op in BM.NEW_OPS if BM.defined_on(op, dtype))
+
+
+def _op_binary_new(op: str, a: Any, b: Any, dtype: str) -> np.ndarray:
+    """A version-3 op: the float formula in float64 rounded once, or the integer one in int64."""
+    if not BM.defined_on(op, dtype):
+        raise LowerError(f"Binary {op} is not defined on {dtype}")
+    with np.errstate(all="ignore"):
+        if dtype in FLOAT_DTYPES:
+            x, y = np.broadcast_arrays(_f(a), _f(b))
+            return _round_float(np.asarray(BM.FLOAT[op](NUMPY, x, y), dtype=np.float64), dtype)
+        if dtype in INT_DTYPES:
+            x, y = np.broadcast_arrays(_i(a), _i(b))
+            return _wrap(BM.INTEGER[op](NUMPY, x, y), dtype)
+        x, y = np.broadcast_arrays(np.asarray(a) != 0, np.asarray(b) != 0)
+        return np.asarray(BM.BOOL[op](NUMPY, x, y), dtype=_BOOL)
+
+
 def _op_binary(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
     op = attrs["op"]
     a, b = args
+    if op in BM.NEW_OPS:
+        return _op_binary_new(op, a, b, dtype)
     table: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]
     conv: Callable[[Any], np.ndarray]
     fin: Callable[[Any, str], np.ndarray]
@@ -110,8 +140,14 @@ def _op_cast(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) 
 def _binary(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
     (sa, da), (sb, db) = ins
     dt = same_dtype(da, db)
-    if dt == "bool":
-        raise ValueError(f"{attrs['op']} on bool: no arithmetic on bool (Cast first)")
+    op = attrs["op"]
+    if op in BM.NEW_OPS:
+        if dt is not None and not BM.defined_on(op, dt):
+            on = "bool and integers" if op in BM.LOGICAL_OPS else "floats" if op in BM.FLOAT_ONLY_OPS else \
+                "floats and integers"
+            raise ValueError(f"{op} on {dt}: {op} is defined on {on} only")
+    elif dt == "bool":
+        raise ValueError(f"{op} on bool: no arithmetic on bool (Cast first)")
     return shape2(sa, sb), dt
 
 
@@ -135,7 +171,7 @@ def _cast(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
 OPS: tuple[OpDef, ...] = (
     OpDef("Binary", ("a", "b"), (Attr("op", one_of(BINARY_OPS, "binary op")),), _binary, _op_binary,
           (Ctor("Bin", "Binary", (string("op"),), 2, tuple(head(h, op=o) for h, o in BINARY_HEADS.items())),),
-          domain=None, torch="binary",
+          domain="binary", torch="binary",
           sample=({"op": "Add"}, (((2, 3), "f32"), ((3,), "f32")))),
     OpDef("Compare", ("a", "b"), (Attr("op", one_of(COMPARE_OPS, "compare op")),), _compare, _op_compare,
           (Ctor("Cmp", "Compare", (string("op"),), 2, tuple(head(h, op=o) for h, o in COMPARE_HEADS.items())),),

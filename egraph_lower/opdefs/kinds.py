@@ -246,6 +246,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("LeakyRelu", _leaky, _leaky_grad, params=(("alpha", 0.01),)),
     Kind("Hardtanh", _hardtanh, _hardtanh_grad, params=(("min", -1.0), ("max", 1.0))),
 )
+from .kinds_math import FORMS as _MATH_FORMS  # noqa: E402 (format version 3's kinds)
+
+KINDS += tuple(Kind(name, f, g, None, fi, gi) for name, f, g, fi, gi in _MATH_FORMS)
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
 
 

@@ -45,6 +45,7 @@ from .approximations import ATAN_MAX_ABS_ERROR, ERF_MAX_ABS_ERROR
 from .domains import BN_EPS, DTYPES, EPS, FLOOR, SCALES, TINY, UNDERFLOW_X, domain, lhs_ctor, lhs_kind, round_to
 from .domains import GROUP_SCALES
 from .dsl import App, Lit, Rule, Term, Var
+from ..opdefs.binary_math import LOGICAL_OPS
 
 
 # Bounds on the worst error, in eps(d). An expansion rounds every intermediate in d
@@ -140,7 +141,8 @@ def eval_term(t: Term, env: dict[str, object], dtype: str) -> np.ndarray:
         return apply("Constant", {"value": float(cast(SupportsFloat, env[t.params[0]]))}, [], dtype, shape=[])
     op, attrs = language.decode(t.ctor, tuple(_field(p, env) for p in t.params))
     args = [eval_term(a, env, dtype) for a in t.args]
-    return apply(op, attrs, args, "bool" if op == "Compare" else dtype)
+    logical = op == "Binary" and attrs["op"] in LOGICAL_OPS  # of bool operands (Compare results)
+    return apply(op, attrs, args, "bool" if op == "Compare" or logical else dtype)
 
 
 # --------------------------------------------------------------------------- domains

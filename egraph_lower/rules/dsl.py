@@ -65,7 +65,7 @@ class App:
     @property
     def label(self) -> str:
         """The format op, with the kind for activations, as backends name what they run or lack:
-        `Activation.Erf`, `ActivationBackward.Gelu` (both forms), `Binary`, `BatchNormInference`."""
+        `Activation.Erf`, `ActivationBackward.Gelu` (both forms), `Binary.Add`, `BatchNormInference`."""
         if self.ctor == "Scalar":
             return "Constant"
         c = CTORS[self.ctor]
@@ -73,6 +73,8 @@ class App:
             implied = dict(c.implies)
             kind = implied["kind"] if "kind" in implied else self.params[[f.name for f in c.fields].index("kind")]
             return f"{c.op}.{kind}"
+        if c.op == "Binary":  # backends list the Binary ops they run (`binary_ops`)
+            return f"Binary.{self.params[0]}"
         return c.op
 
 

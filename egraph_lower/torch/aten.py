@@ -117,6 +117,10 @@ def _promoted(ctx: Context, first: Any, second: Any) -> str:
     return ctx.format_dtype(torch.result_type(probes[0], probes[1]))
 
 
+# torch's mul, add, maximum and minimum of bool tensors: and, or (format version 3's And and Or)
+_BOOL_ARITHMETIC = {"Mul": "And", "Add": "Or", "Max": "Or", "Min": "And"}
+
+
 def _binary(op: str, first: str = "self", second: str = "other", reverse: bool = False) -> Handler:
     def handler(ctx: Context, a: dict[str, Any]) -> int:
         dt = ctx.out_dtype()
@@ -128,6 +132,8 @@ def _binary(op: str, first: str = "self", second: str = "other", reverse: bool =
                 y = ctx.add("Binary", (y, ctx.const(alpha, dt)), {"op": "Mul"})
         elif alpha is not None and alpha != 1:
             y = ctx.add("Binary", (y, ctx.const(alpha, dt)), {"op": "Mul"})
+        if dt == "bool" and op in _BOOL_ARITHMETIC:  # torch's arithmetic on bool is logical
+            return ctx.add("Binary", (x, y), {"op": _BOOL_ARITHMETIC[op]})
         return ctx.add("Binary", (x, y), {"op": op})
 
     return handler
@@ -150,9 +156,15 @@ handles("pow.Scalar")(_binary("Pow", first="self", second="exponent"))
 
 @handles("div.Tensor_mode", "div.Scalar_mode")
 def _div_mode(ctx: Context, a: dict[str, Any]) -> int:
+    """None: Div; 'floor': FloorDiv; 'trunc': Div on integers (it truncates), Trunc of Div on floats
+    (torch's trunc(a / b), the quotient rounded first: aten_math.py)."""
     mode = a["rounding_mode"]
+    if mode == "floor":
+        return _binary("FloorDiv")(ctx, a)
+    if mode == "trunc" and ctx.out_dtype() in FLOAT_DTYPES:
+        return ctx.add("Activation", (_binary("Div")(ctx, a),), {"kind": "Trunc"})
     if mode is not None and not (mode == "trunc" and ctx.out_dtype() in ("i32", "i64")):
-        raise ctx.refuse(f"rounding_mode={mode!r} (only true division, or 'trunc' on integers, is in the format)")
+        raise ctx.refuse(f"rounding_mode={mode!r}")
     return _binary("Div")(ctx, a)
 
 

@@ -172,7 +172,11 @@ Emit = Callable[[fx.Graph], fx.Node]
 # the ops whose direct call (below) always makes a new tensor; Reshape, Transpose and Expand give views
 _FRESH = frozenset(("Binary", "Activation", "MatMul", "Compare", "Where", "Reduce"))
 _BINARY: dict[str, Callable[..., Any]] = {"Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "Div": torch.div,
-           "Max": torch.maximum, "Min": torch.minimum, "Pow": torch.pow}
+           "Max": torch.maximum, "Min": torch.minimum, "Pow": torch.pow,
+           # version 3's float ops: torch's own functions have the format's semantics on floats
+           "FloorDiv": torch.floor_divide, "Rem": torch.remainder, "Fmod": torch.fmod, "Atan2": torch.atan2,
+           "Hypot": torch.hypot, "Copysign": torch.copysign, "Xlogy": torch.xlogy, "FMax": torch.fmax,
+           "FMin": torch.fmin}
 _COMPARE: dict[str, Callable[..., Any]] = {"Eq": torch.eq, "Ne": torch.ne, "Lt": torch.lt, "Le": torch.le, "Gt": torch.gt, "Ge": torch.ge}
 _REDUCE: dict[str, Callable[..., Any]] = {"Sum": torch.sum, "Mean": torch.mean, "Max": torch.amax, "Min": torch.amin}
 # Kinds whose torch function computes the format's f(x) on floats (the composite kinds keep the kernels'
@@ -189,7 +193,7 @@ def _direct(node: Node, inputs: list[Node], ins: tuple[fx.Node, ...]) -> Emit | 
     shapes (known here, so the kernel's checks need not run at every step); None: call the kernel."""
     floats = node.dtype in FLOAT_DTYPES and all(i.dtype == node.dtype for i in inputs)
     op, a = node.op, node.attrs
-    if op == "Binary" and floats:
+    if op == "Binary" and floats and a["op"] in _BINARY:
         return lambda g: g.call_function(_BINARY[a["op"]], ins)
     if op == "Activation" and floats and a["kind"] in _ACTIVATIONS and len(a) == 1:
         return lambda g: g.call_function(_ACTIVATIONS[a["kind"]], ins)

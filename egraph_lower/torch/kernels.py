@@ -43,6 +43,8 @@ from .kernels_pool import (adaptive_avg_pool2d, adaptive_avg_pool2d_backward, ad
 from .kernels_softmax import log_softmax, log_softmax_backward, mse_loss, mse_loss_backward, softmax, softmax_backward
 from .kernels_groupnorm import group_norm, group_norm_backward_input, group_norm_backward_weight
 from .kernels_indexing import flip, index, index2, index3, index_put, index_put2, index_put3, scatter, scatter_reduce
+from .kernels_math import binary_new
+from ..opdefs.binary_math import NEW_OPS as NEW_BINARY_OPS
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -106,6 +108,8 @@ _BOOL_BINARY: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
 
 
 def binary(a: Tensor, b: Tensor, op: str) -> Tensor:
+    if op in NEW_BINARY_OPS:
+        return binary_new(a, b, op)
     if a.dtype == torch.bool:
         return _BOOL_BINARY[op](a, b)
     if not a.is_floating_point():

@@ -38,6 +38,13 @@ class TorchOps:
     neg = staticmethod(torch.neg)
     erf = staticmethod(torch.erf)
     erfc = staticmethod(torch.erfc)
+    sinh = staticmethod(torch.sinh)  # (format version 3's kinds: kinds_math.py)
+    cosh = staticmethod(torch.cosh)
+    asinh = staticmethod(torch.asinh)
+    acosh = staticmethod(torch.acosh)
+    atanh = staticmethod(torch.atanh)
+    exp2 = staticmethod(torch.exp2)
+    trunc = staticmethod(torch.trunc)
 
     def __init__(self, like: Tensor) -> None:
         self.dtype, self.device = like.dtype, like.device

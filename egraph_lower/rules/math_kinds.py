@@ -1,0 +1,86 @@
+"""The activation kinds of format version 3 (opdefs/kinds_math.py): each kind's derivative in
+primitives (`backward`), and each kind in terms of wgpu's (`forward`; metal, tpu and cpu run them).
+
+Forms (every one exact in real arithmetic; in floating point within a few roundings of the result,
+and no intermediate overflows where the result does not):
+- expm1(x) = u - 1 where u = e^x < 1/2 or > 2 (no cancellation there), else Kahan's
+  (u - 1) (x / log u), x where u rounds to 1; log1p(x) = log(u) where u = 1 + x > 2, else Goldberg's
+  log(u) (x / (u - 1)), x where u rounds to 1.
+- sinh(x) = sign(x) (e + e / (e + 1)) / 2, e = expm1(|x|), for |x| < 1; beyond, (h/2) h - (1/2)/(h h),
+  h = e^(|x|/2) (so e^|x| / 2 does not overflow before sinh does). cosh(x) = (h/2) h + (1/2)/(h h).
+- asinh(x) = sign(x) log1p(a + a / (1/a + sqrt(1 + 1/a^2))), a = |x| (that is log(a + sqrt(1 + a^2))
+  with sqrt(1 + a^2) - 1 = a^2 / (1 + sqrt(1 + a^2)), no a^2 to overflow); for a > 16384, log(a) +
+  ln 2 + 1/(4 a^2), whose next term (3/(32 a^4)) is below f64's eps there.
+- acosh(x) = log1p(t + sqrt(t) sqrt(x + 1)), t = x - 1 (exact for x in [1, 2]); for x > 16384,
+  log(x) + ln 2 - 1/(4 x^2).
+- atanh(x) = sign(x) log1p(2a / (1 - a)) / 2.
+- exp2(x) = pow(2, x) (exp(x ln 2) would turn the rounding of x ln 2 into a relative error of
+  |x ln 2| eps); trunc(x) = sign(x) floor(|x|).
+The derivatives are kinds_math.py's formulas; asinh' and acosh' are written so that x^2 does not
+overflow (f16 overflows x^2 at |x| > 256).
+"""
+
+from __future__ import annotations
+
+from .dsl import Rule, rule
+
+LN2 = 0.6931471805599453
+
+
+def _b(name: str, identity: str, lhs: str, rhs: str, **lets: str) -> Rule:
+    return rule(name, identity, lhs, rhs, group="backward", lets=lets)
+
+
+def _f(name: str, identity: str, lhs: str, rhs: str, **lets: str) -> Rule:
+    return rule(name, identity, lhs, rhs, group="forward", lets=lets)
+
+
+BACKWARD: tuple[Rule, ...] = (
+    _b("sinh-bwd", "d sinh = dy * cosh(x)", "(Backward.Sinh x dy)", "(* dy (Cosh x))"),
+    _b("cosh-bwd", "d cosh = dy * sinh(x)", "(Backward.Cosh x dy)", "(* dy (Sinh x))"),
+    _b("asinh-bwd", "d asinh = dy / sqrt(1 + x^2) = where(|x| > 1, (dy/|x|) / sqrt(1 + 1/x^2), ...)",
+       "(Backward.Asinh x dy)",
+       "(where (> a 1) (* (/ dy a) (Rsqrt (+ 1 (* r r)))) (* dy (Rsqrt (+ 1 (* x x)))))",
+       a="(Abs x)", r="(Recip a)"),
+    _b("acosh-bwd", "d acosh = dy / (sqrt(x - 1) sqrt(x + 1))", "(Backward.Acosh x dy)",
+       "(* (* dy (Rsqrt (- x 1))) (Rsqrt (+ x 1)))"),
+    _b("atanh-bwd", "d atanh = dy / ((1 - x)(1 + x))", "(Backward.Atanh x dy)", "(/ dy (* (- 1 x) (+ 1 x)))"),
+    _b("exp2-bwd", "d exp2 = dy * (ln2 * exp2(x))", "(Backward.Exp2 x dy)", f"(* dy (* {LN2} (Exp2 x)))"),
+    _b("expm1-bwd", "d expm1 = dy * exp(x)", "(Backward.Expm1 x dy)", "(* dy (Exp x))"),
+    _b("log1p-bwd", "d log1p = dy / (1 + x)", "(Backward.Log1p x dy)", "(/ dy (+ 1 x))"),
+    _b("logit-bwd", "d logit = dy / (x (1 - x)) = (dy r) r, r = rsqrt(x (1 - x)) (NaN outside [0, 1])",
+       "(Backward.Logit x dy)", "(* (* dy r) r)", r="(Rsqrt (* x (- 1 x)))"),
+    _b("trunc-bwd", "d trunc = dy * 0 (finite dy)", "(Backward.Trunc x dy)", "(* dy 0)"),
+)
+
+FORWARD: tuple[Rule, ...] = (
+    _f("expm1-lower", "expm1(x) = where(u < 1/2 or u > 2, u - 1, where(u == 1, x, (u - 1)(x / log u))), u = e^x",
+       "(Expm1 x)", "(where (< u 0.5) (- u 1) (where (> u 2) (- u 1) (where (== u 1) x (* (- u 1) (/ x (Log u))))))",
+       u="(Exp x)"),
+    _f("log1p-lower", "log1p(x) = where(u > 2, log u, where(u == 1, x, log(u) (x / (u - 1)))), u = 1 + x",
+       "(Log1p x)", "(where (> u 2) (Log u) (where (== u 1) x (* (Log u) (/ x (- u 1)))))", u="(+ 1 x)"),
+    _f("sinh-lower", "sinh(x) = sign(x) where(a < 1, (e + e/(e + 1))/2, (h/2) h - (1/2)/(h h)), a = |x|, "
+       "e = expm1(a), h = exp(a/2)",
+       "(Sinh x)", "(* (Sign x) (where (< a 1) (* 0.5 (+ e (/ e (+ e 1)))) (- (* (* 0.5 h) h) (/ 0.5 (* h h)))))",
+       a="(Abs x)", e="(Expm1 a)", h="(Exp (* 0.5 a))"),
+    _f("cosh-lower", "cosh(x) = (h/2) h + (1/2)/(h h), h = exp(|x|/2)", "(Cosh x)",
+       "(+ (* (* 0.5 h) h) (/ 0.5 (* h h)))", h="(Exp (* 0.5 (Abs x)))"),
+    _f("asinh-lower", "asinh(x) = sign(x) where(a > 16384, log(a) + ln2 + 1/(4a^2), "
+       "log1p(a + a / (1/a + sqrt(1 + 1/a^2)))), a = |x|",
+       "(Asinh x)", f"(* (Sign x) (where (> a 16384) (+ (Log a) (+ {LN2} (/ 0.25 (* a a)))) "
+       "(Log1p (+ a (/ a (+ r (Sqrt (+ 1 (* r r)))))))))",
+       a="(Abs x)", r="(Recip a)"),
+    _f("acosh-lower", "acosh(x) = where(x > 16384, log(x) + ln2 - 1/(4x^2), log1p(t + sqrt(t) sqrt(x + 1))), "
+       "t = x - 1",
+       "(Acosh x)", f"(where (> x 16384) (+ (Log x) (- {LN2} (/ 0.25 (* x x)))) "
+       "(Log1p (+ t (* (Sqrt t) (Sqrt (+ x 1))))))", t="(- x 1)"),
+    _f("atanh-lower", "atanh(x) = sign(x) log1p(2a / (1 - a)) / 2, a = |x|", "(Atanh x)",
+       "(* (Sign x) (* 0.5 (Log1p (/ (* 2 a) (- 1 a)))))", a="(Abs x)"),
+    _f("exp2-lower", "exp2(x) = pow(2, x)", "(Exp2 x)", "(pow 2 x)"),
+    _f("logit-lower", "logit(x) = where(|x - 1/2| < 0.2, 2 atanh(2x - 1), log(x / (1 - x))) (2x - 1 is exact "
+       "there; beyond, |logit| > 0.8 and log's rounding is relative)",
+       "(Logit x)", "(where (< (Abs (- x 0.5)) 0.2) (* 2 (Atanh (- (* 2 x) 1))) (Log (/ x (- 1 x))))"),
+    _f("trunc-lower", "trunc(x) = sign(x) floor(|x|)", "(Trunc x)", "(* (Sign x) (Floor (Abs x)))"),
+)
+
+RULES: tuple[Rule, ...] = BACKWARD + FORWARD
