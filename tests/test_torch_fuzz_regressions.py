@@ -107,3 +107,19 @@ def test_a_batch_of_zero_through_convolution_and_max_pooling_runs_lowered(target
     outcome = check(program, target)
     assert outcome.status == "ok", f"{outcome.kind}\n" + "\n".join(outcome.detail)
     assert not outcome.fallbacks, outcome.fallbacks
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+@pytest.mark.parametrize("finding", [1, 2, 4])
+def test_results_that_are_one_value_are_tensors_of_their_own_on_one_storage(target: str, finding: int) -> None:
+    """Found by `bench/fuzz_torch.py --steps 2000 --seed 0` (tests/fuzzing/findings/seed0.py, findings 1,
+    2 and 4: 44 of its failing steps). Two FX nodes the lowering makes one value (`h` and `h.detach()`,
+    two `h[0]`, two `h.detach()`) came back as one tensor object, or, through a restride, as two copies;
+    eager returns two tensors on one storage. Returned twice by the forward's autograd.Function, one
+    object got no gradient: the backward graph was called with an undefined tangent and raised (in the
+    lowered graph and in PyTorch's after the fallback). Each later one is now `aten.alias` of the first."""
+    from fuzzing.findings.seed0 import FINDINGS
+
+    outcome = check(FINDINGS[finding - 1].program, target)
+    assert outcome.status == "ok", f"{outcome.kind}\n" + "\n".join(outcome.detail)
+    assert not outcome.fallbacks, outcome.fallbacks

@@ -94,6 +94,7 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
         env[node.id], roots[node.id] = _emit(g, root, node, args, env, roots, by_id)
     results: list[Any] = []
     returned: dict[int, fx.Node] = {}  # slot index -> its result (a value returned twice is one value)
+    by_value: dict[tuple[int, tuple[int, ...] | None], fx.Node] = {}  # (value, strides) -> its first result
     # what a result of its own may not share storage with: the arguments, the constants, earlier results
     held: list[frozenset[str]] = [frozenset((f"arg:{a}",)) for a in sig.inputs]  # not the masks it draws
     held += [r for n, r in roots.items() if by_id[n].op == "Constant"]
@@ -102,10 +103,19 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
             results.append(returned[slot.index])
         elif slot.kind == "output":
             nid = graph.outputs[slot.index]
+            earlier = by_value.get((nid, slot.stride))
+            if earlier is not None and not slot.private:
+                # another FX node of the same value (`h` and `h.detach()`, two `h[0]`): eager returns a
+                # tensor of its own on the same storage, never the same object
+                value = g.call_function(torch.ops.aten.alias.default, (earlier,))
+                returned[slot.index] = value
+                results.append(value)
+                continue
             value = env[nid]
             copy = slot.private and any(roots[nid] & r for r in held)
             if slot.stride is not None:
                 value = g.call_function(as_layout, (value, slot.stride, copy))
+            by_value.setdefault((nid, slot.stride), value)
             held.append(frozenset((f"out:{slot.index}",)) if copy else roots[nid])
             returned[slot.index] = value
             results.append(value)
