@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
+from collections.abc import Collection
 from typing import Any
 
 from ..errors import BackendError, LowerError
@@ -106,25 +107,20 @@ def node_kind(op: str, attrs: Any) -> str | None:
     return attrs.get("op") if op == "Binary" else attrs.get("kind")
 
 
-def _binary_ops(value: Any, where: str) -> frozenset[str]:
-    if value == "all":
-        return frozenset(BINARY_OPS)
-    if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
-        raise BackendError(f"backend {where}: binary_ops must be \"all\" or a list of Binary ops")
-    unknown = sorted(set(value) - set(BINARY_OPS))
-    if unknown:
-        raise BackendError(f"backend {where}: unknown Binary op {_short(unknown[0])}")
-    return frozenset(value)
+# what `_names` checks a file's list against, and how its errors name them
+_KIND_NAMES = (ACTIVATION_KINDS, "kinds", "kind names", "activation kind")
+_BINARY_NAMES = (BINARY_OPS, "binary_ops", "Binary ops", "Binary op")
 
 
-def _kinds(value: Any, where: str) -> frozenset[str]:
+def _names(value: Any, where: str, known: Collection[str], key: str, listing: str, what: str) -> frozenset[str]:
+    """A backend file's `key`: "all" of `known`, or a list of them (`listing`, `what`: their names in errors)."""
     if value == "all":
-        return frozenset(ACTIVATION_KINDS)
+        return frozenset(known)
     if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
-        raise BackendError(f"backend {where}: kinds must be \"all\" or a list of kind names")
-    unknown = sorted(set(value) - set(ACTIVATION_KINDS))
+        raise BackendError(f"backend {where}: {key} must be \"all\" or a list of {listing}")
+    unknown = sorted(set(value) - set(known))
     if unknown:
-        raise BackendError(f"backend {where}: unknown activation kind {_short(unknown[0])}")
+        raise BackendError(f"backend {where}: unknown {what} {_short(unknown[0])}")
     return frozenset(value)
 
 
@@ -199,11 +195,11 @@ def from_dict(doc: Any, where: str = "file") -> Backend:
         name=name,
         description=description,
         ops=frozenset(ops),
-        activation_kinds=_kinds(doc.get("activation_kinds", []), name),
-        backward_kinds=_kinds(doc.get("backward_kinds", []), name),
+        activation_kinds=_names(doc.get("activation_kinds", []), name, *_KIND_NAMES),
+        backward_kinds=_names(doc.get("backward_kinds", []), name, *_KIND_NAMES),
         cost=model,
         half_precision_math=half_math,
-        binary_ops=_binary_ops(doc.get("binary_ops", list(BASE_BINARY_OPS)), name),
+        binary_ops=_names(doc.get("binary_ops", list(BASE_BINARY_OPS)), name, *_BINARY_NAMES),
     )
 
 
