@@ -253,25 +253,37 @@ def main_dynamic(args: argparse.Namespace, env: dict[str, str]) -> None:
           " static graph's step (ms) | ratio | shapes lowered | fallbacks |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for model in models:
-        loops: dict[str, list[dict[str, Any]]] = {}
-        for _ in range(args.repeats):
-            for backend in ["aot_eager", *backends]:
-                r = _run(["--dynamic-loop", model, backend], env)
-                if r is not None:
-                    loops.setdefault(backend, []).append(r)
+        loops = _alternated("--dynamic-loop", model, backends, args.repeats, env)
         base = statistics.median(r["total"] for r in loops.get("aot_eager", [{"total": float("nan")}]))
         for backend in backends:
             if backend not in loops:
                 continue
             total = statistics.median(r["total"] for r in loops[backend])
-            st = [r for r in (_run(["--dynamic-steady", model, backend, "--steps", str(args.steps)], env)
-                              for _ in range(args.repeats)) if r is not None]
+            st = _repeated(["--dynamic-steady", model, backend, "--steps", str(args.steps)], args.repeats, env)
             met = statistics.median(r["met"] for r in st) if st else float("nan")
             static = statistics.median(r["static"] for r in st) if st else float("nan")
             ratio = statistics.median(r["met"] / r["static"] for r in st) if st else float("nan")
             r0 = loops[backend][0]
             print(f"| {model} | {backend} | {total:.2f} | {base:.2f} | {total / base:.2f}x | {met * 1e3:.2f} |"
                   f" {static * 1e3:.2f} | {ratio:.2f}x | {r0['shapes lowered']} | {r0['fallbacks']} |", flush=True)
+
+
+def _alternated(flag: str, model: str, backends: list[str], repeats: int,
+                env: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """`flag`'s measurement of `model` under aot_eager and each backend, alternated `repeats` times, each
+    in a fresh process: the runs that succeeded, by backend."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for _ in range(repeats):
+        for backend in ["aot_eager", *backends]:
+            r = _run([flag, model, backend], env)
+            if r is not None:
+                runs.setdefault(backend, []).append(r)
+    return runs
+
+
+def _repeated(args: list[str], repeats: int, env: dict[str, str]) -> list[dict[str, Any]]:
+    """The runs of `args` that succeeded, of `repeats` fresh processes."""
+    return [r for r in (_run(args, env) for _ in range(repeats)) if r is not None]
 
 
 def _run(args: list[str], env: dict[str, str]) -> dict[str, Any] | None:
@@ -315,19 +327,13 @@ def main() -> None:
           " aot_eager (ms) | ratio | lowered graphs | pieces run lowered |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for model in args.models.split(","):
-        firsts: dict[str, list[dict[str, Any]]] = {}
-        for _ in range(args.repeats):
-            for backend in ["aot_eager", *backends]:
-                r = _run(["--first", model, backend], env)
-                if r is not None:
-                    firsts.setdefault(backend, []).append(r)
+        firsts = _alternated("--first", model, backends, args.repeats, env)
         base = statistics.median(r["first"] for r in firsts.get("aot_eager", [{"first": float("nan")}]))
         for backend in backends:
             if backend not in firsts:
                 continue
             first = statistics.median(r["first"] for r in firsts[backend])
-            st = [r for r in (_run(["--steady", model, backend, "--steps", str(args.steps)], env)
-                              for _ in range(args.repeats)) if r is not None]
+            st = _repeated(["--steady", model, backend, "--steps", str(args.steps)], args.repeats, env)
             step = statistics.median(r["step"] for r in st) if st else float("nan")
             base_step = statistics.median(r["aot_eager_step"] for r in st) if st else float("nan")
             ratio = statistics.median(r["step"] / r["aot_eager_step"] for r in st) if st else float("nan")
