@@ -106,17 +106,15 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
             earlier = by_value.get((nid, slot.stride))
             if earlier is not None and not slot.private:
                 # another FX node of the same value (`h` and `h.detach()`, two `h[0]`): eager returns a
-                # tensor of its own on the same storage, never the same object
+                # tensor of its own on the same storage, never the same object (nor a second copy)
                 value = g.call_function(torch.ops.aten.alias.default, (earlier,))
-                returned[slot.index] = value
-                results.append(value)
-                continue
-            value = env[nid]
-            copy = slot.private and any(roots[nid] & r for r in held)
-            if slot.stride is not None:
-                value = g.call_function(as_layout, (value, slot.stride, copy))
-            by_value.setdefault((nid, slot.stride), value)
-            held.append(frozenset((f"out:{slot.index}",)) if copy else roots[nid])
+            else:
+                value = env[nid]
+                copy = slot.private and any(roots[nid] & r for r in held)
+                if slot.stride is not None:
+                    value = g.call_function(as_layout, (value, slot.stride, copy))
+                by_value.setdefault((nid, slot.stride), value)
+                held.append(frozenset((f"out:{slot.index}",)) if copy else roots[nid])
             returned[slot.index] = value
             results.append(value)
         elif slot.kind == "input":
