@@ -277,3 +277,76 @@ def test_mark_dynamic_lowers_each_length() -> None:
     top = [g for g in be.graphs if g.of is None]
     assert top and all(g.status == "per shape" for g in top), be.summary()
     assert len(_shapes(be)) == 2 * 3 and all(g.status == "lowered" for g in _shapes(be)), be.summary()
+
+
+def _layout(graph: Any) -> list[Any]:
+    """Every node's meta["val"] as plain data: numbers, and for tensors shape, strides, offset, dtype,
+    device and which earlier tensor's storage it shares (by first appearance)."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    storages: dict[int, int] = {}
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            key = int(StorageWeakRef(v.untyped_storage()).cdata)
+            share = storages.setdefault(key, len(storages))
+            return (tuple(v.shape), v.stride(), v.storage_offset(), v.dtype, str(v.device), share,
+                    v.untyped_storage().nbytes())
+        if isinstance(v, (tuple, list)):
+            return [plain(x) for x in v]
+        return v
+
+    return [(n.name, plain(n.meta.get("val"))) for n in graph.nodes if n.op != "output"]  # its own: unread
+
+
+def test_sizes_put_into_the_trace_give_what_propagation_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """specialise() evaluates the trace's size expressions at the call's sizes instead of running every
+    meta function again; on transformers' GPT-2 (views, reshapes to symbolic shapes, attention, a
+    saved sym_size) each node's value is what fake-tensor propagation at those sizes gives."""
+    from torch_models import hf_cases
+
+    cases = {c.name: c for c in hf_cases()}
+    if "hf_gpt2" not in cases:
+        pytest.skip("transformers is not installed")
+    calls: list[tuple[Any, list[Any]]] = []
+    real = specialise.specialise
+
+    def recording(gm: Any, args: Any) -> Any:
+        calls.append((gm, list(args)))
+        return real(gm, args)
+
+    monkeypatch.setattr(specialise, "specialise", recording)
+    model = cases["hf_gpt2"].model()
+    step = torch.compile(lambda ids: model(input_ids=ids, labels=ids).loss, backend=elt.backend("cpu"))
+    for n in (7, 11):
+        step(torch.randint(0, 128, (2, n))).backward()
+    assert len(calls) == 2  # the forward and the backward at length 11
+    for gm, args in calls:
+        substituted, _, numbers = real(gm, args)
+        monkeypatch.setattr(specialise, "_substitute", lambda *a: False)
+        propagated, _, propagated_numbers = real(gm, args)
+        monkeypatch.undo()
+        monkeypatch.setattr(specialise, "specialise", recording)
+        assert numbers == propagated_numbers
+        assert _layout(substituted.graph) == _layout(propagated.graph)
+
+
+def test_sizes_the_arguments_do_not_give_or_contradict_are_not_put_in() -> None:
+    """An unbacked size (`nonzero`'s count) is no argument's, and an argument whose sizes contradict
+    the trace's binds nothing consistently: either way nothing is changed and False tells specialise()
+    to propagate instead."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def vals(gm: Any) -> list[Any]:
+        return [n.meta.get("val") for n in gm.graph.nodes]
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    unbacked = make_fx(lambda x: torch.nonzero(x), tracing_mode="symbolic")(torch.randn(5))
+    before = vals(unbacked)
+    assert not specialise._substitute(unbacked.graph, [torch.randn(6)], mode)
+    assert vals(unbacked) == before
+    pair = make_fx(lambda x, y: x + y, tracing_mode="symbolic")(torch.randn(5, 3), torch.randn(5, 3))
+    assert not specialise._substitute(pair.graph, [torch.randn(4, 3), torch.randn(6, 3)], mode)  # one s0
+    assert specialise._substitute(pair.graph, [torch.randn(4, 3), torch.randn(4, 3)], mode)
+    assert [tuple(v.shape) for v in vals(pair) if isinstance(v, torch.Tensor)] == [(4, 3)] * 3
