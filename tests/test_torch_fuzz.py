@@ -6,6 +6,8 @@ the program and a standalone reproducer (hypothesis shrinks it first).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -85,3 +87,65 @@ def test_a_step_that_raises_is_a_failure() -> None:
     program = find(programs(), lambda p: "nn.Linear" in p.source and not p.half)
     outcome = check(program, "broken", backend=broken)
     assert outcome.status == "raised" and "a broken backend" in outcome.kind, outcome
+
+
+H = torch.float16
+LUCKY = dict(  # finding 3 of seed 0 (tests/fuzzing/findings/seed0.py): an embedding's gradient, a sum of four
+    # terms of about 0.5 that cancel to 0.034. Eager's CPU kernel sums them in half and its roundings cancel
+    # too (exact); computed exactly and rounded once, as the backend does, it is 16 ulps of 0.034 away
+    want=_state(gradient_of_w=torch.tensor([0.0, 0.0341796875], dtype=H)),
+    ref=_state(gradient_of_w=torch.tensor([0.0, 0.0341796875], dtype=torch.float64)),
+    once=_state(gradient_of_w=torch.tensor([0.0, 0.03466796875], dtype=H)))
+
+
+@pytest.mark.parametrize(("got", "once", "says"), [
+    (torch.tensor([0.0, 0.03466796875], dtype=H), LUCKY["once"], ""),  # the step rounded once per op
+    (torch.tensor([0.0, 0.03466796875], dtype=H), None, "1 of 2 values differ"),  # eager's luck alone
+    (torch.tensor([0.0, 0.0361328125], dtype=H), LUCKY["once"], "1 of 2 values differ"),  # 4 times once's error
+    (torch.tensor([0.002, 0.0341796875], dtype=H), LUCKY["once"], "1 of 2 values differ"),  # a 0 that is not
+])
+def test_half_values_are_judged_against_float64_by_eager_and_by_rounding_once(
+        got: torch.Tensor, once: dict[str, object] | None, says: str) -> None:
+    from fuzzing.program import HARNESS
+
+    ns: dict[str, object] = {}
+    exec(HARNESS, ns)
+    diffs = ns["compare"](_state(gradient_of_w=got), LUCKY["want"], LUCKY["ref"], once=once)  # type: ignore[operator]
+    assert (says in "\n".join(diffs)) if says else diffs == [], diffs
+
+
+def test_a_half_gradient_summed_in_half_is_caught() -> None:
+    """A lowering that summed a gradient in bf16 (rounding after every add, where PyTorch's sum accumulates
+    in float32 and rounds once) is wrong in half precision, and the comparison says so, with the float64
+    step and the step rounded once per op (`RoundOnce`) both at hand; the step rounded once passes."""
+    from fuzzing.program import HARNESS
+
+    ns: dict[str, Any] = {}
+    exec(HARNESS, ns)
+
+    class Scale(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.p = torch.nn.Parameter(torch.ones((), dtype=torch.bfloat16))
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor]:
+            return ((x * self.p).sum(),)
+
+    def make() -> tuple[torch.nn.Module, tuple[torch.Tensor]]:
+        torch.manual_seed(0)
+        return Scale(), (torch.randn(4096).to(torch.bfloat16),)
+
+    def step(model: torch.nn.Module, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        results = model(*inputs)
+        results[0].backward()
+        return results
+
+    run, compare = ns["run"], ns["compare"]
+    want, ref, once = run(make, step), run(make, step, double=True), run(make, step, once=True)
+    acc = torch.zeros((), dtype=torch.bfloat16)
+    for v in make()[1][0]:
+        acc = acc + v  # rounds to bf16 at each of the 4096 adds
+    assert abs(float(once["gradient of p"]) - float(ref["gradient of p"])) < 0.2  # once: one rounding of 39.4
+    assert compare(once, want, ref, once=once) == []
+    diffs = compare({**want, "gradient of p": acc}, want, ref, once=once)
+    assert diffs and diffs[0].startswith("gradient of p: 1 of 1 values differ"), diffs

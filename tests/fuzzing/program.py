@@ -50,10 +50,11 @@ if __name__ == "__main__":
     import egraph_lower.torch as elt
     want = run(make, step)
     ref = run(make, step, double=True) if REFERENCE else None
+    once = run(make, step, once=True) if REFERENCE and DTYPE in HALF else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = run(make, step, elt.backend({target!r}, keep_in_pytorch=KEEP))
-    print("\\n".join(compare(got, want, ref)) or "no difference")
+    print("\\n".join(compare(got, want, ref, once=once)) or "no difference")
 '''
         return HARNESS + "\n\n# ---- the program\n" + self.source + "\n" + main
 
