@@ -66,8 +66,9 @@ def _safe(name: str, taken: set[str]) -> str:
     return out
 
 
-def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphModule:
-    """`graph` as an FX GraphModule that computes it with PyTorch."""
+def export_graph(graph: Graph, signature: Signature | None = None, boxed: bool = False) -> fx.GraphModule:
+    """`graph` as an FX GraphModule that computes it with PyTorch (`boxed`: in AOTAutograd's calling
+    convention, `guard.boxed`'s, its code generated once in that form)."""
     sig = signature or Signature.of(graph)
     g = fx.Graph()
     root = torch.nn.Module()
@@ -124,6 +125,10 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
         else:
             results.append(None)
     g.output(tuple(results) if sig.returns_tuple else results[0])
+    if boxed:
+        from torch.fx.graph import _BoxedCodeGen
+
+        g.set_codegen(_BoxedCodeGen())
     return fx.GraphModule(root, g, class_name="LoweredGraph")
 
 

@@ -157,15 +157,13 @@ def specialise(gm: fx.GraphModule, args: Sequence[Any]) -> tuple[fx.GraphModule,
 
     graph = fx.Graph()
     graph.output(graph.graph_copy(gm.graph, {}))  # the nodes with a copy of their meta; the output
-    spec = fx.GraphModule(gm, graph, class_name="SpecialisedGraph")
     mode, fakes = _fake_args(args)
-    if not _substitute(spec.graph, args, mode):
+    if not _substitute(graph, args, mode):
         with mode:
-            FakeTensorProp(spec, mode=mode).propagate_dont_convert_inputs(*fakes)
-    numbers = _inline_numbers(spec.graph)
-    spec.graph.lint()
-    spec.recompile()
-    return spec, fakes, numbers
+            FakeTensorProp(fx.GraphModule(gm, graph), mode=mode).propagate_dont_convert_inputs(*fakes)
+    numbers = _inline_numbers(graph)
+    graph.lint()
+    return fx.GraphModule(gm, graph, class_name="SpecialisedGraph"), fakes, numbers  # its code made once
 
 
 class _Unbound(Exception):
