@@ -20,7 +20,6 @@ without such a node is left as it is.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -117,7 +116,7 @@ class _Restate(fx.Interpreter):
             n.meta["val"] = out
         return out
 
-    def get_attr(self, target: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    def get_attr(self, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         value = super().get_attr(target, args, kwargs)
         return self.mode.from_tensor(value) if isinstance(value, torch.Tensor) else value
 
