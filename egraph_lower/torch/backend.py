@@ -46,7 +46,7 @@ from ..backends import load as load_backend
 from ..egraph.saturate import Limits
 from ..errors import LowerError
 from ..graph import Graph
-from . import cache
+from . import cache, kernel_strides
 from .decompose import decompositions
 from .common import Imported, Signature, UnsupportedOp
 from .exporter import export_graph
@@ -193,6 +193,11 @@ class TorchBackend:
             self._failed(rec, "symbolic shapes", reason)
             return gm
         device = next((x.device for x in example_inputs if isinstance(x, torch.Tensor)), None)
+        try:  # the layouts eager gives where PyTorch's fake kernels state others (batch norm)
+            kernel_strides.restate(gm)
+        except Exception as e:
+            self._failed(rec, "strides of the real kernels", e)
+            return gm
         try:
             imported = import_graph(gm, name=rec.name, keep=self.keep_in_pytorch)
         except UnsupportedOp as e:

@@ -111,6 +111,14 @@ def export_graph(graph: Graph, signature: Signature | None = None, boxed: bool =
                 value = g.call_function(torch.ops.aten.alias.default, (earlier,))
             else:
                 value = env[nid]
+                if value.op == "placeholder":
+                    # an argument as a value the FX graph computes (`detach`, a view that changes nothing):
+                    # eager's is a tensor of its own on the argument's storage, never the argument itself,
+                    # which the graph may also return (a batch norm's result kept in PyTorch and its
+                    # `detach()`: returned as one object, the autograd.Function made both differentiable).
+                    # A detach, not an alias: a differentiable view would take its base's requires_grad
+                    # once the autograd.Function gives the base its history.
+                    value = g.call_function(torch.ops.aten.detach.default, (value,))
                 copy = slot.private and any(roots[nid] & r for r in held)
                 if slot.stride is not None:
                     value = g.call_function(as_layout, (value, slot.stride, copy))
