@@ -1,15 +1,17 @@
 """The domains of the elementwise losses (opdefs/loss.py) and their backward ops.
 
 Smooth L1 and Huber: d = x - t at 0 and -0, exactly at +-beta (delta) and one and two ulp either
-side, inside and outside the quadratic branch, tiny (1e-30) and large (1e4, 1e20, a quarter of d's
+side, inside and outside the quadratic branch, tiny (1e-30) and large (1e4, 1e20, an eighth of d's
 largest value) magnitudes, with t 0 and t random (x - t rounded in d as a kernel computes it), for
 beta 0 (L1: its kink at 0), 0.5, 1 and 3 (delta 0.5, 1, 3). BCE: x at 0, 1, d's smallest normal,
 1e-30 and 1e-44 (log x below -100 in f64 and f32: the clamp), 1 - eps, 1/2 and uniform in (0, 1),
 against t 0, 1, 0.3 and uniform, weights 1, 0 and uniform in (0, 2); x = t at 0 and at 1 (the
 backward's 0 / max(0, 1e-12)) and weight 0 there, except in f16, where 1e-12 is 0 and the
 kernel's 0 / 0 (inf times 0) is nan, as torch's f16 kernel gives. Soft margin: x from 0 to +-1e4
-and a quarter of d's range, t +-1, 0 and normal, so -t x runs past exp's overflow in every dtype. A sum or a mean is kept finite (its inputs
-capped by the element count); dy is d's mixed DY of x's shape for "none", else one scalar.
+and a quarter of d's range, t +-1, 0, 0.7 and normal, so -t x runs past exp's overflow in every dtype,
+and with t = 0.7 (t x rounded) down to exp's underflow, where the rounding of t x grows by |t x|.
+A sum or a mean is kept finite (its inputs capped by the element count); dy is d's mixed DY of x's
+shape for "none", else one scalar.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 
 from ...egraph import language
 from ..dsl import App, Rule
-from .base import DY, EPS, MAX, TINY, Env, bound_fields, lhs_ctor, lhs_variables, round_to
+from .base import DY, EPS, MAX, TINY, UNDERFLOW_X, Env, bound_fields, lhs_ctor, lhs_variables, round_to
 
 _COLS = 5
 
@@ -97,8 +99,10 @@ def _margin_env(rule: Rule, dtype: str) -> Env:
     rng = np.random.default_rng(17)
     mags = [0.0, 1e-30, 1e-3, 0.5, 1.0, 3.0, 10.0, 17.0, 20.0, 30.0, 50.0, 89.0, 100.0, 800.0, 1e4, 1e20,
             MAX[dtype] / 16]
+    # -t x down to the underflow of exp(-t x), t x rounded (t = 0.7): its rounding grows by |t x| in exp
+    mags += list(np.linspace(10.0, UNDERFLOW_X[dtype] / 0.7, 24))
     xs = np.array(mags + [-m for m in mags] + list(rng.standard_normal(8) * 5))
-    ts = np.array([1.0, -1.0, 0.0, 0.5, -2.0] + list(rng.standard_normal(2)))
+    ts = np.array([1.0, -1.0, 0.0, 0.5, -2.0, 0.7] + list(rng.standard_normal(2)))
     x, t = (m.ravel() for m in np.meshgrid(xs, ts, indexing="ij"))
     cap = _cap(rule, dtype, x.size, 2.0)
     return _env(rule, dtype, {"x": _rows(np.clip(x, -cap, cap)), "t": _rows(t)}, {})
