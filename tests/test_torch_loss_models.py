@@ -1,5 +1,6 @@
 """Issue 20's detection-style head (ops-loss): a shared trunk with LeakyReLU, ELU and Softplus(beta),
-then a class head trained with label-smoothed cross entropy, a box head with smooth L1 (beta 0.5)
+then a class head trained with label-smoothed cross entropy and a KL divergence to a soft target
+(xlogy), a box head with smooth L1 (beta 0.5)
 and Huber, and an objectness head with BCE on logits (weights and pos_weight) and on probabilities,
 trained for metal and wgpu with nothing left in PyTorch and eager's gradients (rtol 1e-4, atol 1e-5,
 float32: `torch_steps.train_like_eager`)."""
@@ -49,12 +50,14 @@ def _step(model: nn.Module) -> Callable[..., Any]:
 
     def step(x: Any, y: Any) -> Any:
         labels, boxes, objectness = y
+        soft = torch.softmax(torch.arange(CLASSES, dtype=torch.float32) * 0.3, 0).expand(len(labels), CLASSES)
         logits, box, obj = model(x)
         loss = (F.cross_entropy(logits, labels, label_smoothing=0.1)
                 + F.smooth_l1_loss(box, boxes, beta=0.5)
                 + 0.5 * F.huber_loss(box, boxes, delta=0.8, reduction="sum")
                 + F.binary_cross_entropy_with_logits(obj, objectness, weight=weight, pos_weight=pos_weight)
-                + F.binary_cross_entropy(torch.sigmoid(obj), objectness))
+                + F.binary_cross_entropy(torch.sigmoid(obj), objectness)
+                + F.kl_div(F.log_softmax(logits, -1), soft, reduction="batchmean"))
         loss.backward()
         return loss
     return step
