@@ -26,12 +26,13 @@ Derivatives (torch's conventions at the kinks, as its CPU kernels compute them):
   torch clamps each log at -100 in the loss (so x = 0 or 1 gives a finite loss) and the backward's
   denominator at 1e-12 (float32's 1e-12, 9.99999996e-13, in every dtype, as torch's kernel). That is
   not the derivative of the clamped loss, which is 0 where a log is clamped: it is torch's backward,
-  which a step must match. x outside [0, 1] is nan here (the log
-  of a negative number), where torch's kernel raises. The weight broadcasts to x's shape (torch's
-  functional expands it; a graph without one has a Constant 1).
+  which a step must match. x outside [0, 1] is nan here (the log of a negative number), where
+  torch's kernel raises. The weight broadcasts to x's shape (torch's functional expands it; a graph
+  without one has a Constant 1).
 - soft margin: d/dx log(1 + exp(-t x)) = -t exp(-t x) / (1 + exp(-t x)). The reference computes the
   loss as softplus(-t x) = max(z, 0) + log1p(exp(-|z|)) and the gradient with sigmoid: finite where
-  torch's log1p(exp(z)) overflows to inf (z > 88 in f32) and its z / (1 + z) is inf / inf = nan.
+  torch's log1p(exp(z)) overflows to inf (z > 88 in f32) and its exp(z) / (1 + exp(z)) is inf / inf =
+  nan.
 
 x comes first in every backward op (torch's have dy first): the e-graph's derived fields see the rank
 of the first input only (`axes`, every axis of x, for the rules' reductions; see opdefs/mse.py). The
