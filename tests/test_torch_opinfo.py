@@ -181,7 +181,15 @@ def test_opinfo_gradients_match_eager(name: str, variant: str, target: str) -> N
             torch.testing.assert_close(g, e, equal_nan=True, msg=lambda m: f"{name} {target} gradient {k}: {m}")
             continue
         finite = r[torch.isfinite(r)]
-        margin = HALF_MARGIN * torch.finfo(e.dtype).eps * max(1.0, float(finite.abs().max()) if finite.numel() else 1.0)
+        eps = torch.finfo(e.dtype).eps
+        margin = HALF_MARGIN * eps * max(1.0, float(finite.abs().max()) if finite.numel() else 1.0)
+        # where eager's kernel overflows to nan and float64 does not (soft margin's exp(-t x) / (1 + exp(-t x))
+        # in f16 beyond |t x| = 11), eager has no error to be compared with: there the lowered gradient
+        # is to be the reference rounded (half an ulp of it, plus the margin)
+        lost = torch.isnan(e) & ~torch.isnan(r)
+        if lost.any():
+            assert _error(g[lost], r[lost]) <= 0.5 * eps * float(r[lost].abs().max()) + margin, (name, target, k)
+            g, e, r = g[~lost], e[~lost], r[~lost]
         if _error(g, r) <= _error(e, r) + margin:
             continue
         why = f"{name} {target} {e.dtype} gradient {k}: lowered {_error(g, r):.3g} > eager {_error(e, r):.3g} + {margin:.2g}"
