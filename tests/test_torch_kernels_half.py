@@ -126,3 +126,15 @@ def test_a_kernel_keeps_float32_and_integer_results() -> None:
     assert K.index_put(x.half(), i, v.half(), axis=0, accumulate=True).dtype == torch.float16
     idx = K.max_pool2d_indices(torch.randn(1, 2, 5, 5).bfloat16(), [2, 2], [2, 2], [0, 0], [1, 1])
     assert idx.dtype == torch.int64
+
+
+@pytest.mark.parametrize("which", ["query", "key"])
+def test_attention_gradients_are_q_dtype_with_a_float32_lse(which: str) -> None:
+    """The importer keeps a half attention's log-sum-exp in float32: the gradients are still q's dtype."""
+    torch.manual_seed(0)
+    fn, args, _ = _attention_grads(which, lambda *shape: torch.randn(*shape))
+    q, k, v, m, out, lse, dy = args
+    half = [t.bfloat16() for t in (q, k, v, m, out)]
+    got = fn(*half, lse, dy.bfloat16())
+    want = fn(*(t.float() for t in half), lse, dy.bfloat16().float())
+    assert got.dtype == torch.bfloat16 and torch.equal(got, want.to(torch.bfloat16))

@@ -3,8 +3,9 @@
 `Attention` is torch's flash attention for CPU where it applies (4-d, E == Ev; its output on a fully
 masked row is 0, as the format's), the query and key gradients its backward kernel. Elsewhere (another
 rank, E != Ev), and for the log-sum-exp and the value gradient, the same math in plain torch ops.
-f16/bf16 are computed in float32 and rounded once (`in_float32`; torch's half flash kernels round the
-probabilities before multiplying by V, and the backward's intermediates).
+f16/bf16 are computed in float32 and rounded once to q's dtype (`in_float32_as`: the lse may be float32;
+torch's half flash kernels round the probabilities before multiplying by V, and the backward's
+intermediates).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import math
 import torch
 from torch import Tensor
 
-from .kernels_half import in_float32
+from .kernels_half import in_float32, in_float32_as
 
 _FLASH = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 _FLASH_BWD = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
@@ -50,7 +51,7 @@ def _probs(q: Tensor, k: Tensor, mask: Tensor, scale: float, causal: bool) -> tu
     return p, (m + torch.log(torch.clamp(z, min=1.0)))[..., 0]
 
 
-@in_float32
+@in_float32_as("q")
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: float | None = None,
               causal: bool = False) -> Tensor:
     s = _scale(q, scale)
@@ -81,13 +82,13 @@ def _grads(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, out: Tensor, lse: Tens
     return dq.to(q.dtype), dk.to(q.dtype), dv.to(q.dtype)
 
 
-@in_float32
+@in_float32_as("q")
 def attention_backward_query(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, out: Tensor, lse: Tensor, dy: Tensor,
                              scale: float | None = None, causal: bool = False) -> Tensor:
     return _grads(q, k, v, mask, out, lse, dy, scale, causal)[0]
 
 
-@in_float32
+@in_float32_as("q")
 def attention_backward_key(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, out: Tensor, lse: Tensor, dy: Tensor,
                            scale: float | None = None, causal: bool = False) -> Tensor:
     return _grads(q, k, v, mask, out, lse, dy, scale, causal)[1]

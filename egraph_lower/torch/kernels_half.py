@@ -9,6 +9,7 @@ go through unchanged.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -16,12 +17,10 @@ import torch
 from torch import Tensor
 
 HALF = (torch.float16, torch.bfloat16)
+Kernel = Callable[..., Tensor]
 
 
-def in_float32(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
-    """`fn` computed in float32 where its tensors are f16/bf16, its result rounded once to the dtype they
-    promote to (what `fn` would have returned computed in them). Integer and bool tensors (indices,
-    masks) are passed as they are."""
+def _widened(fn: Kernel, dtype_of: Callable[[tuple[Any, ...], dict[str, Any], list[torch.dtype]], torch.dtype]) -> Kernel:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Tensor:
         dtypes = [a.dtype for a in (*args, *kwargs.values()) if isinstance(a, Tensor) and a.is_floating_point()]
@@ -32,6 +31,29 @@ def in_float32(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
             return a.float() if isinstance(a, Tensor) and a.dtype in HALF else a
 
         out = fn(*map(wide, args), **{k: wide(v) for k, v in kwargs.items()})
-        return out.to(functools.reduce(torch.promote_types, dtypes))
+        return out.to(dtype_of(args, kwargs, dtypes))
 
     return run
+
+
+def in_float32(fn: Kernel) -> Kernel:
+    """`fn` computed in float32 where its tensors are f16/bf16, its result rounded once to the dtype they
+    promote to (what `fn` would have returned computed in them). Integer and bool tensors (indices,
+    masks) are passed as they are."""
+    return _widened(fn, lambda args, kwargs, dtypes: functools.reduce(torch.promote_types, dtypes))
+
+
+def in_float32_as(name: str) -> Callable[[Kernel], Kernel]:
+    """`in_float32`, the result rounded to the dtype of argument `name` (attention's gradients are q's
+    dtype, its log-sum-exp input float32)."""
+    def wrap(fn: Kernel) -> Kernel:
+        sig = inspect.signature(fn)
+
+        def dtype_of(args: tuple[Any, ...], kwargs: dict[str, Any], dtypes: list[torch.dtype]) -> torch.dtype:
+            arg = sig.bind(*args, **kwargs).arguments[name]
+            assert isinstance(arg, Tensor)
+            return arg.dtype
+
+        return _widened(fn, dtype_of)
+
+    return wrap
