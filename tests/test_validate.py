@@ -175,6 +175,11 @@ ALL_OPS = doc(
     node(406, "IndexPut3", [64, 30, 30, 30, 405], [1, 1, 4, 4], F, {"axis": 1, "accumulate": True}),
     node(407, "Scatter", [0, 34, 5], [2, 3], F, {"axis": 1}),
     node(408, "ScatterReduce", [0, 34, 5], [2, 3], F, {"axis": -1, "reduce": "mean", "include_self": False}),
+    # reductions and scans (version 3, ops-reduce: ids 1200-1209)
+    node(1200, "Var", [0], [2, 1], F, {"axes": [-1], "correction": 1, "keep_dim": True}),
+    node(1201, "ArgReduce", [0], [3], "i64", {"op": "Min", "axis": 0}),
+    node(1202, "Scan", [0], [2, 3], F, {"op": "Mul", "axis": -1}),
+    node(1203, "Reduce", [0], [], F, {"op": "Prod", "axes": [0, 1]}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -182,7 +187,8 @@ ALL_OPS = doc(
              404,
              406,
              407,
-             408],
+             408,
+             1200, 1201, 1202, 1203],
     name="all ops",
 )
 
@@ -294,7 +300,10 @@ ATTR_CASES = [
     (one("Binary", [X48, X48], [4, 8], attrs={"op": "Mod"}), ["unknown binary op 'Mod'"]),
     (one("Binary", [X48, X48], [4, 8], attrs={"op": "Eq"}), ["unknown binary op 'Eq'"]),
     (one("Compare", [X48, X48], [4, 8], "bool", {"op": "Equal"}), ["unknown compare op 'Equal'"]),
-    (one("Reduce", [X48], [8], attrs={"op": "Prod", "axes": [0]}), ["unknown reduce op 'Prod'"]),
+    (one("Reduce", [X48], [8], attrs={"op": "Median", "axes": [0]}), ["unknown reduce op 'Median'"]),
+    (one("Var", [X48], [4], attrs={"axes": [1], "correction": -1}), ["correction", "a finite number >= 0"]),
+    (one("ArgReduce", [X48], [4], "i64", attrs={"op": "Median", "axis": 1}), ["unknown ArgReduce op 'Median'"]),
+    (one("Scan", [X48], [4, 8], attrs={"op": "Max", "axis": 1}), ["unknown Scan op 'Max'"]),
     (one("Cast", [X48], [4, 8], attrs={"to": "f8"}), ["unknown 'to' dtype 'f8'"]),
     (one("Cast", [X48], [4, 8], attrs={"to": None}), ["unknown 'to' dtype None"]),
     (one("Reduce", [X48], [8], attrs={"op": "Sum", "axes": 0}), ["'axes'", "list of integers"]),

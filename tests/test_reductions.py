@@ -1,0 +1,152 @@
+"""Reductions and scans of format version 3 (opdefs/reductions.py, Reduce{Prod}): the evaluator against
+torch's kernels at awkward points (corrections >= n, ties, NaN, zeros, integer wrap-around) and the
+lowering on every backend."""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import egraph_lower as el
+from egraph_lower.build import GraphBuilder
+from egraph_lower.evaluate import apply
+
+torch = pytest.importorskip("torch")
+
+from egraph_lower.torch import kernels as K  # noqa: E402
+
+sys.path.insert(0, "tests")
+from support import assert_lowering_matches  # noqa: E402
+
+NAN, INF = float("nan"), float("inf")
+ROWS = np.array([[1.0, 3.0, 3.0, -2.0, 3.0], [0.0, -0.0, -1.0, -0.0, 0.0], [NAN, 1.0, 5.0, NAN, 0.0],
+                 [1.0, 5.0, 2.0, 0.0, NAN], [INF, 1.0, INF, -INF, 0.0], [-INF] * 5, [2.0] * 5,
+                 [1e300, -1e300, 1e-300, 0.0, 4.0], [NAN] * 5, [0.5, 0.0, 0.0, 7.0, -2.0]])
+
+
+def _same(got: Any, want: Any) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
+    if got.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=0, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+# --------------------------------------------------------------------------- the reference against torch
+
+
+@pytest.mark.parametrize("axes", [[1], [0], [0, 1]])
+@pytest.mark.parametrize("correction", [0, 1, 2.5, 4, 5, 10])
+@pytest.mark.parametrize("keep", [False, True])
+def test_var_agrees_with_torch_in_float64(axes: list[int], correction: float, keep: bool) -> None:
+    x = ROWS[[0, 1, 4, 6, 7, 9]]  # zero spread, infinities, a constant row, huge values
+    x = np.where(np.abs(x) > 1e200, 1e150 * np.sign(x), x)  # squares stay finite (torch's Welford: no overflow)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = torch.var(torch.tensor(x), dim=axes, correction=correction, keepdim=keep).numpy()
+    got = apply("Var", {"axes": axes, "correction": correction, "keep_dim": keep}, [x], "f64")
+    _same(got, want)
+    _same(K.var(torch.tensor(x), axes, correction, keep).numpy(), want)
+
+
+@pytest.mark.parametrize("op", ["Max", "Min"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_arg_reduce_takes_the_first_extreme_and_a_nan_as_torch(op: str, axis: int) -> None:
+    fn = torch.argmax if op == "Max" else torch.argmin
+    for x in (ROWS, ROWS.astype(np.float32), np.array([[3, 1, 3, -2], [0, 0, 0, 0], [-5, 7, 7, -5]])):
+        for keep in (False, True):
+            want = fn(torch.tensor(x), dim=axis, keepdim=keep).numpy()
+            _same(apply("ArgReduce", {"op": op, "axis": axis, "keep_dim": keep}, [x], "i64"), want)
+            _same(K.arg_reduce(torch.tensor(x), op, axis, keep).numpy(), want)
+            values = (torch.amax if op == "Max" else torch.amin)(torch.tensor(x), dim=axis, keepdim=keep)
+            kept = (torch.max if op == "Max" else torch.min)(torch.tensor(x), dim=axis, keepdim=keep)
+            assert torch.equal(kept.indices, torch.tensor(want))  # max.dim's indices are argmax's
+            torch.testing.assert_close(kept.values, values, equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("op", ["Add", "Mul"])
+@pytest.mark.parametrize("dtype", ["f64", "i64", "i32"])
+def test_scan_agrees_with_torch(op: str, dtype: str) -> None:
+    fn = torch.cumsum if op == "Add" else torch.cumprod
+    if dtype == "f64":
+        x = ROWS
+    else:  # wrapping: the int64 values of the reference reduced to the dtype
+        big = 2**62 if dtype == "i64" else 2**30
+        x = np.array([[big, big, 3, -big, 7], [3, 5, 7, 11, 13], [-1, 0, 2, -3, 4], [big, 2, 2, 2, 2]])
+        x = x.astype(np.int64 if dtype == "i64" else np.int32)
+    for axis in (0, 1, -1):
+        want = fn(torch.tensor(x), dim=axis, dtype=torch.tensor(x).dtype).numpy()
+        _same(apply("Scan", {"op": op, "axis": axis}, [x], dtype), want)
+        _same(K.scan(torch.tensor(x), op, axis).numpy(), want)
+
+
+@pytest.mark.parametrize("dtype", ["f64", "i64", "i32"])
+def test_reduce_prod_agrees_with_torch(dtype: str) -> None:
+    x = ROWS if dtype == "f64" else np.array([[2**40, 2**30, 3], [0, -5, 7], [-1, -1, -1]]).astype(
+        np.int64 if dtype == "i64" else np.int32)
+    for axes in ([0], [1], [0, 1]):
+        for keep in (False, True):
+            t = torch.tensor(x)
+            want = t
+            for d in sorted(axes, reverse=True):
+                want = torch.prod(want, dim=d, keepdim=keep)
+            want = want.to(t.dtype).numpy()
+            _same(apply("Reduce", {"op": "Prod", "axes": axes, "keep_dim": keep}, [x], dtype), want)
+            _same(K.reduce(t, "Prod", axes, keep).numpy(), want)
+
+
+def test_shape_inference_of_the_new_ops() -> None:
+    b = GraphBuilder()
+    x, i = b.input("x", [4, 5]), b.input("i", [4, 5], "bool")
+    assert b.meta(b.op("Var", x, axes=[0, 1], correction=1)) == ((), "f32")
+    assert b.meta(b.op("ArgReduce", x, op="Max", axis=-1, keep_dim=True)) == ((4, 1), "i64")
+    assert b.meta(b.op("Scan", x, op="Mul", axis=0)) == ((4, 5), "f32")
+    assert b.meta(b.op("Reduce", x, op="Prod", axes=[1])) == ((4,), "f32")
+    for op, attrs, arg, words in (("Var", {"axes": [2], "correction": 0}, x, "out of range"),
+                                  ("Var", {"axes": [0], "correction": 0}, i, "float dtype"),
+                                  ("Scan", {"op": "Add", "axis": 0}, i, "bool"),
+                                  ("ArgReduce", {"op": "Min", "axis": 0}, i, "bool"),
+                                  ("Reduce", {"op": "Prod", "axes": [0]}, i, "Cast")):
+        with pytest.raises(ValueError, match=words):
+            b.op(op, arg, **attrs)
+    e = b.input("e", [0, 3])
+    with pytest.raises(ValueError, match="empty axis"):
+        b.op("ArgReduce", e, op="Max", axis=0)
+    with pytest.raises(ValueError, match="rank >= 1"):
+        b.op("Scan", b.input("s", []), op="Add", axis=0)
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+_GRAPHS = {
+    "Var": ({"axes": [1], "correction": 1, "keep_dim": True}, (6, 5)),
+    "ArgReduce": ({"op": "Max", "axis": 0}, (6, 5)),
+    "Scan.Add": ({"op": "Add", "axis": 1}, (3, 6, 2)),
+    "Scan.Mul": ({"op": "Mul", "axis": -1}, (4, 6)),
+}
+
+
+@pytest.mark.parametrize("backend", list(el.backends.BUILTIN))
+@pytest.mark.parametrize("which", list(_GRAPHS))
+def test_each_new_op_lowers_on_every_backend(which: str, backend: str) -> None:
+    attrs, shape = _GRAPHS[which]
+    op = which.split(".")[0]
+    target = el.load_backend(backend)
+    for dtype in ("f32", "f16"):
+        g = GraphBuilder(f"{which}_{dtype}")
+        x = g.input("x", shape, dtype)
+        graph = g.build([g.op(op, x, **attrs)])
+        result = el.lower(graph, backend)
+        assert all(target.runs_node(n) for n in result.graph.nodes)
+        assert (op in target.ops) == any(n.op == op for n in result.graph.nodes)
+        rng = np.random.default_rng(5)
+        v = rng.standard_normal(math.prod(shape)) * 3
+        v[:4] = [0.0, -0.0, 2.0, 2.0]  # a zero (products), ties (arg)
+        assert_lowering_matches(graph, result.graph, {"x": v.reshape(shape)})
