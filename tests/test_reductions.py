@@ -1,6 +1,8 @@
-"""Reductions and scans of format version 3 (opdefs/reductions.py, Reduce{Prod}): the evaluator against
-torch's kernels at awkward points (corrections >= n, ties, NaN, zeros, integer wrap-around) and the
-lowering on every backend."""
+"""Reductions and scans of format version 3 (opdefs/reductions.py, Reduce{Prod}, aten_reduce.py): the
+evaluator against torch's kernels at awkward points (corrections >= n, ties, NaN, zeros, integer
+wrap-around), the lowering on every backend, the aten mappings through the torch.compile backend with
+nothing left in PyTorch, prod's gradient at zeros against its derivative, and the OpInfo samples of
+the ops without a gradient (argmax, argmin, any, all) forward."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from egraph_lower.evaluate import apply
 
 torch = pytest.importorskip("torch")
 
+import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.torch import kernels as K  # noqa: E402
 
 sys.path.insert(0, "tests")
@@ -150,3 +153,108 @@ def test_each_new_op_lowers_on_every_backend(which: str, backend: str) -> None:
         v = rng.standard_normal(math.prod(shape)) * 3
         v[:4] = [0.0, -0.0, 2.0, 2.0]  # a zero (products), ties (arg)
         assert_lowering_matches(graph, result.graph, {"x": v.reshape(shape)})
+
+
+# --------------------------------------------------------------------------- through the torch backend
+
+
+def _compiled(fn: Any, *args: Any, target: str = "metal") -> Any:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    be = elt.backend(target, strict=True)
+    out = be(make_fx(fn)(*args), list(args))(*args)
+    assert be.unlowered_ops == {} and all(not g.errors for g in be.graphs), be.summary()
+    return out
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+def test_the_aten_reductions_and_scans_through_the_backend(target: str) -> None:
+    x = torch.tensor(ROWS[[0, 1, 2, 3, 6, 9]])
+    i = torch.tensor([[3, 1, 3, -2], [0, 0, 0, 0], [-5, 7, 7, -5]], dtype=torch.int32)
+    m = torch.tensor([[True, False, False], [False, False, False]])
+
+    def fn(x: Any, i: Any, m: Any) -> tuple[Any, ...]:
+        return (torch.var(x, dim=1), torch.var(x, dim=[0, 1], correction=0), torch.var(x, 1, correction=5),
+                torch.var(x, 1, correction=7, keepdim=True), torch.std(x, dim=0, unbiased=False),
+                *torch.var_mean(x, dim=1, correction=2), *torch.std_mean(x, keepdim=True),
+                *torch.max(x, 1), *torch.min(x, 0, keepdim=True), *torch.max(i, 1), torch.argmax(x),
+                torch.argmin(x, 1, keepdim=True), torch.argmax(i, keepdim=True), *torch.max(m, 0),
+                torch.any(m, 1), torch.all(m, 0, keepdim=True), torch.any(i, dim=(0, 1)), torch.all(x, 1),
+                torch.prod(x, 1), torch.prod(i), torch.prod(m, 0), torch.prod(x, 0, keepdim=True, dtype=torch.float32),
+                torch.cumsum(x, 1), torch.cumsum(i, 0), torch.cumsum(m, 1), torch.cumprod(x, 0),
+                torch.cumprod(i, 1, dtype=torch.float64), torch.cumsum(x[0, 0], 0))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got, want = _compiled(fn, x, i, m, target=target), fn(x, i, m)
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype and g.shape == w.shape, k
+        torch.testing.assert_close(g, w, equal_nan=True, rtol=1e-12, atol=0, msg=lambda s: f"output {k}: {s}")
+
+
+def _prod_gradient(x: Any) -> Any:
+    """d prod(x) / dx_i = prod_{j != i} x_j, written out (no division: exact at zeros)."""
+    flat = x.reshape(-1)
+    return torch.stack([torch.cat([flat[:i], flat[i + 1:]]).prod() for i in range(flat.numel())]).reshape(x.shape)
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+@pytest.mark.parametrize("zeros", [0, 1, 2])
+def test_prod_gradient_at_zeros(zeros: int, target: str) -> None:
+    """prod's gradient is the product of the other elements: P / x_i without zeros; with one zero at k,
+    0 except at k, where it is the product of the rest; with two zeros, 0 everywhere. For prod over a
+    dim, the same per slice."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    x = torch.tensor([[1.5, -2.0, 0.5, 3.0], [2.0, 0.25, -1.0, 4.0], [0.75, 1.25, -3.0, 2.0]], dtype=torch.float64)
+    x[0, :zeros] = 0.0  # the tensor, and its row 0, hold `zeros` zeros
+
+    def fn(x: Any) -> tuple[Any, Any]:
+        return torch.prod(x), torch.prod(x, 1)
+
+    xs = x.clone().requires_grad_(True)
+    be = elt.backend(target, strict=True)
+    compiled = be(make_fx(fn)(x), [xs])
+    whole, rows = compiled(xs)
+    (g_whole,) = torch.autograd.grad(whole, xs, retain_graph=True)
+    (g_rows,) = torch.autograd.grad(rows, xs, torch.ones_like(rows))
+    assert be.unlowered_ops == {} and all(not g.errors for g in be.graphs), be.summary()
+    assert any(g.kind == "backward" and g.status == "lowered" for g in be.graphs), be.summary()
+    torch.testing.assert_close(g_whole, _prod_gradient(x), rtol=1e-14, atol=0)
+    torch.testing.assert_close(g_rows, torch.stack([_prod_gradient(r) for r in x]), rtol=1e-14, atol=0)
+    nonzero = {0: list(range(4)), 1: [0], 2: []}[zeros]  # where the gradient of a row with `zeros` zeros lives
+    assert (g_rows[0] != 0).nonzero().reshape(-1).tolist() == nonzero
+    assert bool((g_rows[1:] != 0).all())
+    assert int((g_whole != 0).sum()) == {0: x.numel(), 1: 1, 2: 0}[zeros]
+
+
+# --------------------------------------------------------------------------- OpInfo samples without a gradient
+
+
+def _bound(op: Any, args: Any, kwargs: Any) -> Any:
+    return lambda x: (op(x, *args, **kwargs),)
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+@pytest.mark.parametrize(("name", "variant"), __import__("opinfo_reduce").FORWARD_ONLY,
+                         ids=[n for n, _ in __import__("opinfo_reduce").FORWARD_ONLY])
+def test_opinfo_samples_without_a_gradient_match_eager(name: str, variant: str, target: str) -> None:
+    pytest.importorskip("expecttest")
+    import itertools
+
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    opinfo = next(o for o in op_db if o.name == name and o.variant_test_name == variant)
+    checked = 0
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        for s in itertools.islice(opinfo.sample_inputs("cpu", dtype), 12):
+            if not isinstance(s.input, torch.Tensor) or (s.input.numel() == 0 and name.startswith("arg")):
+                continue
+
+            fn = _bound(opinfo.op, s.args, s.kwargs)
+            (got,), (want,) = _compiled(fn, s.input, target=target), fn(s.input)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert torch.equal(got, want), (name, dtype, s)
+            checked += 1
+    assert checked

@@ -1,16 +1,18 @@
 """Every aten mapping, registered: importing this module fills `registry.HANDLERS` with the handlers
 of `aten.py` and of each family's module (softmax and MSE, index ops and losses, normalization,
-parametrised activations and slicing, pooling, convolution, attention, masks and ranges)."""
+parametrised activations and slicing, pooling, convolution, attention, masks and ranges, elementwise
+math, reductions and scans)."""
 
 from __future__ import annotations
 
 from . import aten, aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool, aten_softmax
 from . import aten_groupnorm, aten_indexing
 from . import aten_math
+from . import aten_reduce
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
 
 __all__ = ["HANDLERS", "get_attr"]
 FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool,
-            aten_softmax, aten_indexing, aten_groupnorm, aten_math)  # registered by importing them
+            aten_softmax, aten_indexing, aten_groupnorm, aten_math, aten_reduce)  # registered by importing them
