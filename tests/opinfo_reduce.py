@@ -21,6 +21,13 @@ ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("cumprod", ""): ("cumsum", "max", "gather"),  # aten's formula, with its handling of zeros
     ("amax", ""): (),  # Reduce Max; the gradient shared among ties (eq, sum, div)
     ("amin", ""): (),
+    ("max", "reduction_no_dim"): (),  # max.default; the gradient shared among ties (and NaNs)
+    ("min", "reduction_no_dim"): (),
+    ("nansum", ""): (),  # decomposed by PyTorch's table: where(isnan, 0, x) summed
+    ("nanmean", ""): (),
+    ("aminmax", ""): (),  # decomposed: amin and amax
+    ("logcumsumexp", ""): ("logcumsumexp", "flip"),  # of the gradient's terms, flipped
+    ("scatter_reduce", "prod"): ("scatter_reduce",),  # ScatterReduce{prod}: a one-hot Reduce{Prod} without the kernel
 }
 
 # OpInfo entries without a gradient, run forward only (name, variant)

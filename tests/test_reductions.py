@@ -89,6 +89,18 @@ def test_scan_agrees_with_torch(op: str, dtype: str) -> None:
         _same(K.scan(torch.tensor(x), op, axis).numpy(), want)
 
 
+def test_log_cum_sum_exp_agrees_with_torch() -> None:
+    x = np.concatenate([ROWS, [[-INF, -INF, 1.0, INF, 2.0], [-1e4, 0.0, -1e4, 30.0, -30.0]]])
+    for axis in (0, 1, -1):
+        want = torch.logcumsumexp(torch.tensor(x), dim=axis).numpy()
+        _same(apply("LogCumSumExp", {"axis": axis}, [x], "f64"), want)
+        _same(K.log_cum_sum_exp(torch.tensor(x), axis).numpy(), want)
+    x16 = torch.tensor(x[:, :4]).half()  # the kernel in f16 computes in f32 and rounds once
+    ref = torch.logcumsumexp(x16.double(), dim=1).half()
+    assert torch.equal(K.log_cum_sum_exp(x16, 1).isnan(), ref.isnan())
+    torch.testing.assert_close(K.log_cum_sum_exp(x16, 1), ref, equal_nan=True, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("dtype", ["f64", "i64", "i32"])
 def test_reduce_prod_agrees_with_torch(dtype: str) -> None:
     x = ROWS if dtype == "f64" else np.array([[2**40, 2**30, 3], [0, -5, 7], [-1, -1, -1]]).astype(
@@ -133,6 +145,7 @@ _GRAPHS = {
     "ArgReduce": ({"op": "Max", "axis": 0}, (6, 5)),
     "Scan.Add": ({"op": "Add", "axis": 1}, (3, 6, 2)),
     "Scan.Mul": ({"op": "Mul", "axis": -1}, (4, 6)),
+    "LogCumSumExp": ({"axis": 0}, (6, 3)),
 }
 
 
@@ -153,6 +166,20 @@ def test_each_new_op_lowers_on_every_backend(which: str, backend: str) -> None:
         v = rng.standard_normal(math.prod(shape)) * 3
         v[:4] = [0.0, -0.0, 2.0, 2.0]  # a zero (products), ties (arg)
         assert_lowering_matches(graph, result.graph, {"x": v.reshape(shape)})
+
+
+def test_the_cost_model_chooses_between_the_two_cumsums_on_wgpu() -> None:
+    """A short scan as the [.., n, n, ..] selection, a long one as the triangular MatMuls (4 of them:
+    the finite values and the counts of NaN, +inf and -inf), each exact at infinities."""
+    for n, matmul in ((6, False), (512, True)):
+        g = GraphBuilder(f"cumsum_{n}")
+        x = g.input("x", (3, n), "f32")
+        graph = g.build([g.op("Scan", x, op="Add", axis=1)])
+        lowered = el.lower(graph, "wgpu").graph
+        assert any(nd.op == "MatMul" for nd in lowered.nodes) == matmul, n
+        v = np.random.default_rng(2).standard_normal((3, n))
+        v[0, 1], v[1, 2], v[1, 4], v[2, 3], v[2, 5] = INF, NAN, -INF, INF, -INF  # inf; NaN; inf then -inf
+        assert_lowering_matches(graph, lowered, {"x": v})
 
 
 # --------------------------------------------------------------------------- through the torch backend
@@ -182,7 +209,8 @@ def test_the_aten_reductions_and_scans_through_the_backend(target: str) -> None:
                 torch.any(m, 1), torch.all(m, 0, keepdim=True), torch.any(i, dim=(0, 1)), torch.all(x, 1),
                 torch.prod(x, 1), torch.prod(i), torch.prod(m, 0), torch.prod(x, 0, keepdim=True, dtype=torch.float32),
                 torch.cumsum(x, 1), torch.cumsum(i, 0), torch.cumsum(m, 1), torch.cumprod(x, 0),
-                torch.cumprod(i, 1, dtype=torch.float64), torch.cumsum(x[0, 0], 0))
+                torch.cumprod(i, 1, dtype=torch.float64), torch.cumsum(x[0, 0], 0), torch.logcumsumexp(x, 1),
+                torch.logcumsumexp(x * 300, 0))
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -190,7 +218,8 @@ def test_the_aten_reductions_and_scans_through_the_backend(target: str) -> None:
     assert len(got) == len(want)
     for k, (g, w) in enumerate(zip(got, want)):
         assert g.dtype == w.dtype and g.shape == w.shape, k
-        torch.testing.assert_close(g, w, equal_nan=True, rtol=1e-12, atol=0, msg=lambda s: f"output {k}: {s}")
+        # atol: logcumsumexp log(1 + e^-600) is 0 through its expansion (exact to eps of max(|y|, 1))
+        torch.testing.assert_close(g, w, equal_nan=True, rtol=1e-12, atol=1e-15, msg=lambda s: f"output {k}: {s}")
 
 
 def _prod_gradient(x: Any) -> Any:

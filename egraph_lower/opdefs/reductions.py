@@ -11,6 +11,9 @@ cumsum / cumprod (prod is `Reduce{Prod}`, `reduce.py`).
     Scan{op: Add | Mul, axis}(x)         = the inclusive prefix sum (product) along `axis`: out_i =
                                            x_0 + ... + x_i; integers wrap as int64 (the importer casts to
                                            aten's result dtype first); not on bool, rank >= 1
+    LogCumSumExp{axis}(x)                = log(exp(x_0) + ... + exp(x_i)) along `axis` (aten's logcumsumexp):
+                                           floats, rank >= 1; -inf where every term is -inf, +inf where one
+                                           is, NaN where one is NaN
 
 The e-graph fields beyond the attributes, for the rules: Var's `div` (max(n - correction, 0), a float);
 ArgReduce's `axes` ([axis] normalised) and `size` (the axis' length, the index no element has); Scan's
@@ -207,6 +210,24 @@ _SCAN_FIELDS = (string("op"), Field("axis", I64, lambda v, shape: _scan_axis(v, 
                 _shape_field("nn", lambda a, s: [s[a], s[a]]),
                 _shape_field("all", lambda a, s: range(len(s))))
 
+def _log_cum_sum_exp(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    shape, dt = ins[0]
+    if dt is not None and dt not in FLOAT_DTYPES:
+        raise ValueError(f"LogCumSumExp needs a float dtype, got {dt}")
+    if not shape:
+        raise ValueError("LogCumSumExp needs rank >= 1 (a 0-d one is its input)")
+    _axis(attrs["axis"], len(shape), "LogCumSumExp")
+    return shape, dt
+
+
+def _op_log_cum_sum_exp(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
+    x = np.asarray(args[0])
+    if dtype not in FLOAT_DTYPES or x.ndim == 0:
+        raise LowerError("LogCumSumExp needs a float dtype and rank >= 1")
+    with np.errstate(all="ignore"):
+        return _round_float(np.logaddexp.accumulate(_f(x), axis=int(attrs["axis"]) % x.ndim), dtype)
+
+
 _AXIS = Attr("axis", attr_check("axis", is_int, "an integer"))
 _KEEP = Attr("keep_dim", boolean("keep_dim"), required=False)
 
@@ -222,4 +243,7 @@ OPS: tuple[OpDef, ...] = (
     OpDef("Scan", ("x",), (Attr("op", one_of(SCAN_OPS, "Scan op")), _AXIS), _scan, _op_scan,
           (Ctor("Scan", "Scan", _SCAN_FIELDS, 1, tuple(head(f"Scan.{o}", op=o) for o in SCAN_OPS)),),
           domain="reductions", torch="scan", sample=({"op": "Add", "axis": 0}, (((3, 2), "f32"),))),
+    OpDef("LogCumSumExp", ("x",), (_AXIS,), _log_cum_sum_exp, _op_log_cum_sum_exp,
+          (Ctor("LogCumSumExp", "LogCumSumExp", _SCAN_FIELDS[1:], 1, (head("LogCumSumExp"),)),),
+          domain="reductions", torch="log_cum_sum_exp", sample=({"axis": -1}, (((3, 2), "f32"),))),
 )

@@ -160,7 +160,7 @@ def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray, dtype: str) -> n
             return np.sum(np.abs(f["dy"] * (f["x"] - f["mean"])), axis=0) / np.sqrt(f["var"] + BN_EPS)
         if label == "BnBwdBeta":
             return np.sum(np.abs(f["dy"]), axis=0)
-        if label == "LogSoftmax":
+        if label in ("LogSoftmax", "LogCumSumExp"):
             # a log-probability: an absolute error e in y is a relative error e in exp(y)
             return np.maximum(np.abs(ref), 1.0)
         if label == "LogSoftmaxBwd":

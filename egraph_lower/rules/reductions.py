@@ -12,10 +12,21 @@
   [.., n, n, ..] expansion of x: n^2 elements, exact per element (one reduction each, a NaN or inf of
   x reaches exactly the prefixes holding it).
 
-Left out: cumsum as a MatMul by the lower-triangular ones L [n, n] of x as [P, n, Q] (one fast kernel,
-n^2 PQ multiply-adds): the zeros of L times an infinity of x are NaN, so every output after an inf or
--inf of x would be NaN where the scan gives +-inf (rules --check failed it at x = inf in every dtype).
-A log-depth scan of shifted adds needs ceil(log2 n) steps, a count no single rule of the notation states.
+- `scan-add-matmul`: the prefix sum as a MatMul by the lower-triangular ones L [n, n] (L_ij = 1 for
+  j <= i, as pow(t, 0) of an [n, n] tensor of x's dtype: 1 for every t) of x as [P, n, Q]: 2 n^2 PQ
+  flops in a kernel a backend runs fast, against the n^2 PQ elements the where-form writes. L times x
+  itself would be NaN after any infinity of x (L's zeros times inf), so it is L times x's finite
+  values, with three more MatMuls counting the NaNs, +infs and -infs of each prefix: a NaN where the
+  prefix holds a NaN or both infinities, else +-inf where it holds one, else the finite sum (which
+  overflows to +-inf where the scan's does). The cost model chooses between it and `scan-add-where`.
+
+- `logcumsumexp-where`: out_i = m_i + log(sum_j where(j <= i, exp(x_j - m_i), 0)), m_i = the max of
+  the prefix (the same [.., n, n, ..] selection, -inf off it): each exp is at most 1 and the sum at least
+  1, so nothing overflows or underflows to a wrong 0. Where m_i is not finite it is replaced by 0 in the
+  shift: +inf gives exp(inf) = inf, so +inf; an all -inf prefix a sum of 0, so -inf; a NaN, NaN.
+
+Left out: a log-depth scan of shifted adds: ceil(log2 n) steps, a count no single rule of the notation
+states.
 """
 
 from __future__ import annotations
@@ -27,6 +38,20 @@ _ARG = "(where (!= x x) i (where (== x (Reduce.{op} axes 1 x)) i (lit size)))"
 _SCAN = "Scan.{op} axis jaxis xshape bshape tshape jaxes pnq nn all"
 _WHERE_LETS = {"t": "(Expand tshape (Reshape bshape x))",
                "mask": "(<= (Iota.i64 jaxis t) (Iota.i64 axis t))"}
+_COUNT = "(MatMul tri (Reshape pnq (where {c} (pow x 0) 0)))"  # per prefix, how many elements hold c
+_MATMUL_LETS = {"sq": "(Expand nn (Reshape [1,1] (Reduce.Max all 0 x)))",
+                "tri": "(where (<= (Iota.i64 1 sq) (Iota.i64 0 sq)) (pow sq 0) 0)",
+                "fin": "(== (- x x) 0)",
+                "s": "(MatMul tri (Reshape pnq (where fin x 0)))",
+                "nans": _COUNT.format(c="(!= x x)"),
+                "pos": _COUNT.format(c="(> (where fin 0 x) 0)"),
+                "neg": _COUNT.format(c="(< (where fin 0 x) 0)"),
+                "inf": "(/ (pow s 0) 0)",
+                "nan": "(- inf inf)"}
+
+_LCSE_LETS = dict(_WHERE_LETS, sel="(where mask t (/ (- 0 (pow t 0)) 0))", m="(Reduce.Max jaxes 1 sel)",
+                  shift="(where (== (- m m) 0) m 0)")
+
 RULES: tuple[Rule, ...] = (
     rule("var-lower", "var(x) = (sum(d^2) - sum(d) mean(d)) / max(n - correction, 0), d = x - mean x",
          "(Var axes c keep div x)",
@@ -38,9 +63,17 @@ RULES: tuple[Rule, ...] = (
     rule("argmin-lower", "argmin(x) = min_i where(x_i != x_i, i, where(x_i == min x, i, n))",
          "(ArgReduce.Min axis keep axes size x)", f"(Reduce.Min axes keep {_ARG.format(op='Min')})",
          group="forward", lets={"i": "(Iota.i64 axis x)"}),
+    rule("scan-add-matmul", "cumsum(x) = L where(finite, x, 0), L the lower-triangular ones, x as [P, n, Q]; "
+         "NaN, +inf, -inf where the prefix's counts (L times the indicators) say so",
+         f"({_SCAN.format(op='Add')} x)",
+         "(Reshape xshape (where (> nans 0) nan (where (> pos 0) (where (> neg 0) nan inf) "
+         "(where (> neg 0) (- 0 inf) s))))", group="forward", lets=_MATMUL_LETS),
     rule("scan-add-where", "cumsum(x)_i = sum_j where(j <= i, x_j, 0)",
          f"({_SCAN.format(op='Add')} x)", "(sum jaxes (where mask t 0))", group="forward", lets=_WHERE_LETS),
     rule("scan-mul-where", "cumprod(x)_i = prod_j where(j <= i, x_j, 1)",
          f"({_SCAN.format(op='Mul')} x)", "(Reduce.Prod jaxes 0 (where mask t 1))", group="forward",
          lets=_WHERE_LETS),
+    rule("logcumsumexp-where", "logcumsumexp(x)_i = m_i + log(sum_j where(j <= i, exp(x_j - m_i), 0)), m_i = "
+         "max_{j <= i} x_j (0 where not finite)", "(LogCumSumExp axis jaxis xshape bshape tshape jaxes pnq nn all x)",
+         "(+ (Reshape xshape shift) (Log (sum jaxes (Exp (- sel shift)))))", group="forward", lets=_LCSE_LETS),
 )

@@ -5,7 +5,8 @@
   in the result's dtype; `var_mean.correction`, `var_mean.dim`: `Var` and `Reduce{Mean}` of the same
   x. std, std_mean reach the importer as var, var_mean and `sqrt` (PyTorch's decomposition table,
   `decompose.py`); their backward, and var's, is primitives in aten (mean, sub, mul, div, masked_fill).
-- `max.dim`, `min.dim`: `Reduce{Max / Min}` over [dim] and `ArgReduce{Max / Min, dim}` (the first
+- `max.default`, `min.default` (no dim): `Reduce{Max / Min}` over every axis (their backward: eq, isnan,
+  sum, div: the gradient shared among the tied maxima). `max.dim`, `min.dim`: `Reduce{Max / Min}` over [dim] and `ArgReduce{Max / Min, dim}` (the first
   extreme, a NaN counting as both: aten's CPU kernel); their backward is aten's `scatter.src` of the
   indices into zeros (mapped by aten_indexing). `argmax`, `argmin`: `ArgReduce` (dim None: over x
   flattened, reshaped to the result's shape for keepdim). bool x is cast to i64 first (the format's
@@ -18,6 +19,8 @@
 - `cumsum(x, dim, dtype)`, `cumprod`: `Scan{Add / Mul, axis}` in the result's dtype (a 0-d x is its
   own scan). cumsum's backward arrives as `flip`, `cumsum`, `flip`; cumprod's as aten's formula of
   cumsum, cumprod, max.dim, gather, scatter and masks (its handling of zeros).
+- `logcumsumexp(x, dim)`: `LogCumSumExp{axis}` (a 0-d x is itself); its backward arrives as primitives
+  and logcumsumexp of the flipped gradient terms.
 """
 
 from __future__ import annotations
@@ -85,6 +88,21 @@ handles("max.dim")(_max_dim("Max"))
 handles("min.dim")(_max_dim("Min"))
 
 
+def _max_all(op: str) -> Any:
+    def handler(ctx: Context, a: dict[str, Any]) -> int:
+        x = ctx.cast(ctx.t(a["self"]), ctx.out_dtype())
+        rank = len(ctx.shape(x))
+        if ctx.shape(x) and 0 in ctx.shape(x):
+            raise ctx.refuse("max/min of an empty tensor (aten raises)")
+        return ctx.add("Reduce", (x,), {"op": op, "axes": list(range(rank))}) if rank else x
+
+    return handler
+
+
+handles("max.default")(_max_all("Max"))  # the whole tensor's max (amax without a dim)
+handles("min.default")(_max_all("Min"))
+
+
 def _argmax(op: str) -> Any:
     def handler(ctx: Context, a: dict[str, Any]) -> int:
         x = _arg_input(ctx, ctx.t(a["self"]))
@@ -141,3 +159,10 @@ def _scan(op: str) -> Any:
 
 handles("cumsum.default")(_scan("Add"))
 handles("cumprod.default")(_scan("Mul"))
+
+
+@handles("logcumsumexp.default")
+def _logcumsumexp(ctx: Context, a: dict[str, Any]) -> int:
+    x = ctx.cast(ctx.t(a["self"]), ctx.out_dtype())
+    rank = len(ctx.shape(x))
+    return ctx.add("LogCumSumExp", (x,), {"axis": int(a["dim"]) % rank}) if rank else x

@@ -48,6 +48,12 @@ def scan(x: Tensor, op: str, axis: int) -> Tensor:
     return fn(x, dim=axis % x.dim(), dtype=x.dtype)
 
 
+def log_cum_sum_exp(x: Tensor, axis: int) -> Tensor:
+    """torch.logcumsumexp, f16/bf16 computed in float32 and rounded once."""
+    wide = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+    return torch.logcumsumexp(wide, dim=axis % x.dim()).to(x.dtype)
+
+
 def prod(x: Tensor, axes: Sequence[int], keep_dim: bool = False) -> Tensor:
     """Reduce{Prod}: the reduced axes moved last and flattened, one torch.prod (f16/bf16 accumulate in
     float32 and round once, as the reference)."""

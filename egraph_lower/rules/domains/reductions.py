@@ -1,4 +1,4 @@
-"""The domain of Var, ArgReduce and Scan.
+"""The domain of Var, ArgReduce, Scan and LogCumSumExp.
 
 Var: rows of 6 from the normalization domain (spreads 1e-3 to 30 around 0, -5 and a large offset,
 constant rows, an outlier) and rows holding +-inf and NaN, over one axis and over two of a 3-D x, with
@@ -75,11 +75,12 @@ def _scan_rows(dtype: str, op: str, rng: np.random.Generator) -> np.ndarray:
 
 def _scan(rule: Rule, dtype: str, rng: np.random.Generator) -> list[Env]:
     op = "Mul" if rule.source[0].startswith("(Scan.Mul") else "Add"
+    attrs: dict[str, object] = {} if rule.source[0].startswith("(LogCumSumExp") else {"op": op}
     rows = _scan_rows(dtype, op, rng)
     x3 = rows[:6].reshape(2, 3, 6).transpose(0, 2, 1).copy()  # [2, 6, 3]: scanned along axis 1 of 6
     envs: list[Env] = []
     for x, axis in ((rows, 1), (rows, -1), (rows.T.copy(), 0), (x3, 1), (x3, -1), (rows[:, :1], 1), (rows[0], 0)):
-        bound = bound_fields(rule, {"op": op, "axis": axis}, x.shape)
+        bound = bound_fields(rule, {**attrs, "axis": axis}, x.shape)
         if bound is not None:
             with np.errstate(all="ignore"):
                 envs.append({**bound, "x": round_to(x, dtype)})
@@ -95,4 +96,4 @@ def reductions_domain(rule: Rule, dtype: str) -> list[Env]:
         return _var(rule, dtype, rng)
     if lhs.ctor == "ArgReduce":
         return _arg(rule, dtype, rng)
-    return _scan(rule, dtype, rng)
+    return _scan(rule, dtype, rng)  # Scan and LogCumSumExp (the Add rows: cancelling terms, +-inf, NaN)
