@@ -1,4 +1,5 @@
-"""Var, ArgReduce and Scan (opdefs/reductions.py) in primitives, for backends without their kernels.
+"""Var, ArgReduce, Scan and LogCumSumExp (opdefs/reductions.py) in primitives, for backends without their
+kernels.
 
 - `var-lower`: the corrected two-pass form of rules/norm.py, as a sum over the divisor:
   (sum(d^2) - sum(d) mean(d)) / div, d = x - mean(x), div = max(n - correction, 0) (a field: a
@@ -11,15 +12,14 @@
 - `scan-add-where`, `scan-mul-where`: out_i = sum (product) over j of where(j <= i, x_j, 0 (1)), over a
   [.., n, n, ..] expansion of x: n^2 elements, exact per element (one reduction each, a NaN or inf of
   x reaches exactly the prefixes holding it).
-
 - `scan-add-matmul`: the prefix sum as a MatMul by the lower-triangular ones L [n, n] (L_ij = 1 for
   j <= i, as pow(t, 0) of an [n, n] tensor of x's dtype: 1 for every t) of x as [P, n, Q]: 2 n^2 PQ
   flops in a kernel a backend runs fast, against the n^2 PQ elements the where-form writes. L times x
   itself would be NaN after any infinity of x (L's zeros times inf), so it is L times x's finite
   values, with three more MatMuls counting the NaNs, +infs and -infs of each prefix: a NaN where the
   prefix holds a NaN or both infinities, else +-inf where it holds one, else the finite sum (which
-  overflows to +-inf where the scan's does). The cost model chooses between it and `scan-add-where`.
-
+  overflows to +-inf where the scan's does). The cost model chooses between it and `scan-add-where`
+  (the counts only need to be > 0, so their rounding in f16 or bf16 past 2048 or 256 is harmless).
 - `logcumsumexp-where`: out_i = m_i + log(sum_j where(j <= i, exp(x_j - m_i), 0)), m_i = the max of
   the prefix (the same [.., n, n, ..] selection, -inf off it): each exp is at most 1 and the sum at least
   1, so nothing overflows or underflows to a wrong 0. Where m_i is not finite it is replaced by 0 in the
