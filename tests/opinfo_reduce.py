@@ -1,5 +1,6 @@
-"""The OpInfo entries of reductions and scans (var, std and their _mean forms, max and min with a dim,
-prod, cumsum, cumprod), with the aten backward ops their gradients reach (tests/opinfo_ops.py merges them
+"""The OpInfo entries of reductions and scans (var, std and their _mean forms, max and min with and without
+a dim, amax, amin, aminmax, nansum, nanmean, prod, cumsum, cumprod, cummax, cummin, logcumsumexp, and
+scatter_reduce's prod), with the aten backward ops their gradients reach (tests/opinfo_ops.py merges them
 into OPINFO_BACKWARD). argmax, argmin, any and all have no gradient: tests/test_reductions.py runs
 their OpInfo samples forward (FORWARD_ONLY)."""
 
@@ -27,6 +28,8 @@ ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("nanmean", ""): (),
     ("aminmax", ""): (),  # decomposed: amin and amax
     ("logcumsumexp", ""): ("logcumsumexp", "flip"),  # of the gradient's terms, flipped
+    ("cummax", ""): ("scatter_add",),  # the gradient added at the indices
+    ("cummin", ""): ("scatter_add",),
     ("scatter_reduce", "prod"): ("scatter_reduce",),  # ScatterReduce{prod}: a one-hot Reduce{Prod} without the kernel
 }
 

@@ -89,6 +89,20 @@ def test_scan_agrees_with_torch(op: str, dtype: str) -> None:
         _same(K.scan(torch.tensor(x), op, axis).numpy(), want)
 
 
+@pytest.mark.parametrize("op", ["Max", "Min"])
+def test_cummax_cummin_values_and_indices_agree_with_torch(op: str) -> None:
+    fn = torch.cummax if op == "Max" else torch.cummin
+    for x in (ROWS, np.array([[2.0, NAN, 1.0, NAN, 9.0, 0.0], [1.0, 3.0, 3.0, 2.0, 3.0, 5.0]]),
+              np.array([[3, 3, 1, 3, -7], [0, 0, 0, 0, 0], [-5, 7, 7, -5, 8]])):
+        dtype = "f64" if x.dtype.kind == "f" else "i64"
+        for axis in (0, 1, -1):
+            want = fn(torch.tensor(x), dim=axis)
+            _same(apply("Scan", {"op": op, "axis": axis}, [x], dtype), want.values.numpy())
+            _same(apply("ArgScan", {"op": op, "axis": axis}, [x], "i64"), want.indices.numpy())
+            _same(K.scan(torch.tensor(x), op, axis).numpy(), want.values.numpy())
+            _same(K.arg_scan(torch.tensor(x), op, axis).numpy(), want.indices.numpy())
+
+
 def test_log_cum_sum_exp_agrees_with_torch() -> None:
     x = np.concatenate([ROWS, [[-INF, -INF, 1.0, INF, 2.0], [-1e4, 0.0, -1e4, 30.0, -30.0]]])
     for axis in (0, 1, -1):
@@ -146,6 +160,8 @@ _GRAPHS = {
     "Scan.Add": ({"op": "Add", "axis": 1}, (3, 6, 2)),
     "Scan.Mul": ({"op": "Mul", "axis": -1}, (4, 6)),
     "LogCumSumExp": ({"axis": 0}, (6, 3)),
+    "Scan.Max": ({"op": "Max", "axis": 1}, (4, 6)),
+    "ArgScan": ({"op": "Min", "axis": 0}, (6, 3)),
 }
 
 
@@ -210,7 +226,7 @@ def test_the_aten_reductions_and_scans_through_the_backend(target: str) -> None:
                 torch.prod(x, 1), torch.prod(i), torch.prod(m, 0), torch.prod(x, 0, keepdim=True, dtype=torch.float32),
                 torch.cumsum(x, 1), torch.cumsum(i, 0), torch.cumsum(m, 1), torch.cumprod(x, 0),
                 torch.cumprod(i, 1, dtype=torch.float64), torch.cumsum(x[0, 0], 0), torch.logcumsumexp(x, 1),
-                torch.logcumsumexp(x * 300, 0))
+                torch.logcumsumexp(x * 300, 0), *torch.cummax(x, 1), *torch.cummin(i, 0), *torch.cummax(m, 1))
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -181,6 +181,7 @@ ALL_OPS = doc(
     node(1202, "Scan", [0], [2, 3], F, {"op": "Mul", "axis": -1}),
     node(1203, "Reduce", [0], [], F, {"op": "Prod", "axes": [0, 1]}),
     node(1204, "LogCumSumExp", [0], [2, 3], F, {"axis": 0}),
+    node(1205, "ArgScan", [0], [2, 3], "i64", {"op": "Min", "axis": 1}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -189,7 +190,7 @@ ALL_OPS = doc(
              406,
              407,
              408,
-             1200, 1201, 1202, 1203, 1204],
+             1200, 1201, 1202, 1203, 1204, 1205],
     name="all ops",
 )
 
@@ -304,7 +305,7 @@ ATTR_CASES = [
     (one("Reduce", [X48], [8], attrs={"op": "Median", "axes": [0]}), ["unknown reduce op 'Median'"]),
     (one("Var", [X48], [4], attrs={"axes": [1], "correction": -1}), ["correction", "a finite number >= 0"]),
     (one("ArgReduce", [X48], [4], "i64", attrs={"op": "Median", "axis": 1}), ["unknown ArgReduce op 'Median'"]),
-    (one("Scan", [X48], [4, 8], attrs={"op": "Max", "axis": 1}), ["unknown Scan op 'Max'"]),
+    (one("Scan", [X48], [4, 8], attrs={"op": "Median", "axis": 1}), ["unknown Scan op 'Median'"]),
     (one("Cast", [X48], [4, 8], attrs={"to": "f8"}), ["unknown 'to' dtype 'f8'"]),
     (one("Cast", [X48], [4, 8], attrs={"to": None}), ["unknown 'to' dtype None"]),
     (one("Reduce", [X48], [8], attrs={"op": "Sum", "axes": 0}), ["'axes'", "list of integers"]),

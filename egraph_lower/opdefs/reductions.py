@@ -8,9 +8,14 @@ cumsum / cumprod (prod is `Reduce{Prod}`, `reduce.py`).
                                          = the index (i64) along `axis` of the first maximum (minimum);
                                            a NaN counts as both, so the first NaN where there is one
                                            (aten's argmax / max.dim on CPU); an empty axis is refused
-    Scan{op: Add | Mul, axis}(x)         = the inclusive prefix sum (product) along `axis`: out_i =
-                                           x_0 + ... + x_i; integers wrap as int64 (the importer casts to
-                                           aten's result dtype first); not on bool, rank >= 1
+    Scan{op: Add | Mul | Max | Min, axis}(x)
+                                         = the inclusive prefix sum (product, max, min) along `axis`:
+                                           out_i = x_0 + ... + x_i; integers wrap as int64 (the importer
+                                           casts to aten's result dtype first); a NaN stays in a max or min
+                                           from where it is on; not on bool, rank >= 1
+    ArgScan{op: Max | Min, axis}(x)      = i64: the index of out_i of Scan{Max | Min} as aten's cummax and
+                                           cummin give it: the last j <= i with x_j == out_i (the last of
+                                           ties), or the last NaN of the prefix where there is one
     LogCumSumExp{axis}(x)                = log(exp(x_0) + ... + exp(x_i)) along `axis` (aten's logcumsumexp):
                                            floats, rank >= 1; -inf where every term is -inf, +inf where one
                                            is, NaN where one is NaN
@@ -18,7 +23,7 @@ cumsum / cumprod (prod is `Reduce{Prod}`, `reduce.py`).
 The e-graph fields beyond the attributes, for the rules: Var's `div` (max(n - correction, 0), a float);
 ArgReduce's `axes` ([axis] normalised) and `size` (the axis' length, the index no element has); Scan's
 `axis` normalised and `jaxis` (axis + 1), x's shape `xshape`, `bshape` (x's shape with a 1 inserted
-before the axis: x as the j of out_i) and `tshape` (the axis' length inserted: [.., n_i, n_j, ..]),
+before the axis: x as the j of out_i), `ishape` (a 1 inserted after it: x as the i) and `tshape` (the axis' length inserted: [.., n_i, n_j, ..]),
 `jaxes` ([axis + 1]), `pnq` ([P, n, Q]: x as a batch of [n, Q] matrices), `nn` ([n, n]) and `all`
 (every axis of x).
 """
@@ -40,7 +45,7 @@ from .norm import centred
 from .reduce import _norm_axes
 
 ARG_OPS: tuple[str, ...] = ("Max", "Min")
-SCAN_OPS: tuple[str, ...] = ("Add", "Mul")
+SCAN_OPS: tuple[str, ...] = ("Add", "Mul", "Max", "Min")
 
 
 def _axis(axis: Any, rank: int, op: str) -> int:
@@ -177,9 +182,32 @@ def _scan(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
 
 
 def scan(x: np.ndarray, op: str, axis: int) -> np.ndarray:
-    """The inclusive prefix sum or product along axis (float64 or int64, which wraps)."""
+    """The inclusive prefix sum, product, max or min along axis (float64 or int64, which wraps)."""
     with np.errstate(all="ignore"):
+        if op == "Max":
+            return np.maximum.accumulate(x, axis=axis)  # np.maximum propagates NaN
+        if op == "Min":
+            return np.minimum.accumulate(x, axis=axis)
         return np.cumsum(x, axis=axis) if op == "Add" else np.cumprod(x, axis=axis)
+
+
+def arg_scan(x: np.ndarray, op: str, axis: int) -> np.ndarray:
+    """aten's cummax / cummin indices: out = x_i, idx = i where x_i is NaN or (out is not NaN and x_i >= out
+    (<= for Min)); the index kept otherwise."""
+    v = np.moveaxis(x, axis, 0)
+    idx = np.zeros(v.shape, dtype=np.int64)
+    if v.shape[0] == 0:
+        return np.moveaxis(idx, 0, axis)
+    best, cur = v[0].copy(), np.zeros(v.shape[1:], dtype=np.int64)
+    for i in range(v.shape[0]):
+        xi = v[i]
+        with np.errstate(invalid="ignore"):
+            better = (xi >= best) if op == "Max" else (xi <= best)
+        take = np.isnan(xi) | (~np.isnan(best) & better) if v.dtype.kind == "f" else better
+        best = np.where(take, xi, best)
+        cur = np.where(take, i, cur)
+        idx[i] = cur
+    return np.moveaxis(idx, 0, axis)
 
 
 def _op_scan(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
@@ -204,11 +232,30 @@ _SCAN_FIELDS = (string("op"), Field("axis", I64, lambda v, shape: _scan_axis(v, 
                 Field("jaxis", I64, lambda axis, shape: _scan_axis(axis, shape) + 1, None, source="axis", shaped=True),
                 _shape_field("xshape", lambda a, s: s),
                 _shape_field("bshape", lambda a, s: s[:a] + (1, s[a]) + s[a + 1:]),
+                _shape_field("ishape", lambda a, s: s[:a + 1] + (1,) + s[a + 1:]),
                 _shape_field("tshape", lambda a, s: s[:a] + (s[a], s[a]) + s[a + 1:]),
                 _shape_field("jaxes", lambda a, s: [a + 1]),
                 _shape_field("pnq", lambda a, s: [math.prod(s[:a]), s[a], math.prod(s[a + 1:])]),
                 _shape_field("nn", lambda a, s: [s[a], s[a]]),
                 _shape_field("all", lambda a, s: range(len(s))))
+
+def _arg_scan(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    shape, dt = ins[0]
+    if dt == "bool":
+        raise ValueError("ArgScan on bool: Cast to a number dtype first")
+    if not shape:
+        raise ValueError("ArgScan needs rank >= 1")
+    _axis(attrs["axis"], len(shape), "ArgScan")
+    return shape, "i64"
+
+
+def _op_arg_scan(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
+    x = np.asarray(args[0])
+    if x.dtype == np.bool_ or x.ndim == 0:
+        raise LowerError("ArgScan needs a number dtype and rank >= 1")
+    v = _f(x) if x.dtype.kind == "f" else _i(x)
+    return arg_scan(v, attrs["op"], int(attrs["axis"]) % x.ndim)
+
 
 def _log_cum_sum_exp(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
     shape, dt = ins[0]
@@ -243,6 +290,9 @@ OPS: tuple[OpDef, ...] = (
     OpDef("Scan", ("x",), (Attr("op", one_of(SCAN_OPS, "Scan op")), _AXIS), _scan, _op_scan,
           (Ctor("Scan", "Scan", _SCAN_FIELDS, 1, tuple(head(f"Scan.{o}", op=o) for o in SCAN_OPS)),),
           domain="reductions", torch="scan", sample=({"op": "Add", "axis": 0}, (((3, 2), "f32"),))),
+    OpDef("ArgScan", ("x",), (Attr("op", one_of(ARG_OPS, "ArgScan op")), _AXIS), _arg_scan, _op_arg_scan,
+          (Ctor("ArgScan", "ArgScan", _SCAN_FIELDS, 1, tuple(head(f"ArgScan.{o}", op=o) for o in ARG_OPS)),),
+          domain="reductions", torch="arg_scan", sample=({"op": "Max", "axis": 1}, (((3, 2), "f32"),))),
     OpDef("LogCumSumExp", ("x",), (_AXIS,), _log_cum_sum_exp, _op_log_cum_sum_exp,
           (Ctor("LogCumSumExp", "LogCumSumExp", _SCAN_FIELDS[1:], 1, (head("LogCumSumExp"),)),),
           domain="reductions", torch="log_cum_sum_exp", sample=({"axis": -1}, (((3, 2), "f32"),))),

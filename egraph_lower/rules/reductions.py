@@ -25,6 +25,12 @@ kernels.
   1, so nothing overflows or underflows to a wrong 0. Where m_i is not finite it is replaced by 0 in the
   shift: +inf gives exp(inf) = inf, so +inf; an all -inf prefix a sum of 0, so -inf; a NaN, NaN.
 
+- `scan-max-where`, `scan-min-where`: the max (min) over j of where(j <= i, x_j, x_i): x_i is in the
+  prefix, so filling with it changes nothing (no -inf literal, and integers have none); NaN propagates.
+- `argscan-max-where`, `argscan-min-where`: aten's cummax / cummin indices, the largest j <= i with
+  x_j NaN or x_j == m_i, m_i the prefix's max (min): where the prefix holds a NaN, m_i is NaN and only
+  the NaNs match, so the last NaN; else the last of the ties.
+
 Left out: a log-depth scan of shifted adds: ceil(log2 n) steps, a count no single rule of the notation
 states.
 """
@@ -35,7 +41,7 @@ from .dsl import Rule, rule
 
 _VAR_LETS = {"d": "(- x (Reduce.Mean axes 1 x))", "e": "(Reduce.Mean axes keep d)"}
 _ARG = "(where (!= x x) i (where (== x (Reduce.{op} axes 1 x)) i (lit size)))"
-_SCAN = "Scan.{op} axis jaxis xshape bshape tshape jaxes pnq nn all"
+_SCAN = "Scan.{op} axis jaxis xshape bshape ishape tshape jaxes pnq nn all"
 _WHERE_LETS = {"t": "(Expand tshape (Reshape bshape x))",
                "mask": "(<= (Iota.i64 jaxis t) (Iota.i64 axis t))"}
 _COUNT = "(MatMul tri (Reshape pnq (where {c} (pow x 0) 0)))"  # per prefix, how many elements hold c
@@ -51,6 +57,9 @@ _MATMUL_LETS = {"sq": "(Expand nn (Reshape [1,1] (Reduce.Max all 0 x)))",
 
 _LCSE_LETS = dict(_WHERE_LETS, sel="(where mask t (/ (- 0 (pow t 0)) 0))", m="(Reduce.Max jaxes 1 sel)",
                   shift="(where (== (- m m) 0) m 0)")
+
+_EXT_LETS = dict(_WHERE_LETS, m="(Reduce.{op} jaxes 1 (where mask t (Reshape ishape x)))",
+                 j="(Iota.i64 jaxis t)")
 
 RULES: tuple[Rule, ...] = (
     rule("var-lower", "var(x) = (sum(d^2) - sum(d) mean(d)) / max(n - correction, 0), d = x - mean x",
@@ -74,6 +83,20 @@ RULES: tuple[Rule, ...] = (
          f"({_SCAN.format(op='Mul')} x)", "(Reduce.Prod jaxes 0 (where mask t 1))", group="forward",
          lets=_WHERE_LETS),
     rule("logcumsumexp-where", "logcumsumexp(x)_i = m_i + log(sum_j where(j <= i, exp(x_j - m_i), 0)), m_i = "
-         "max_{j <= i} x_j (0 where not finite)", "(LogCumSumExp axis jaxis xshape bshape tshape jaxes pnq nn all x)",
+         "max_{j <= i} x_j (0 where not finite)", "(LogCumSumExp axis jaxis xshape bshape ishape tshape jaxes pnq nn all x)",
          "(+ (Reshape xshape shift) (Log (sum jaxes (Exp (- sel shift)))))", group="forward", lets=_LCSE_LETS),
+    rule("scan-max-where", "cummax(x)_i = max_j where(j <= i, x_j, x_i)",
+         f"({_SCAN.format(op='Max')} x)", "(Reduce.Max jaxes 0 (where mask t (Reshape ishape x)))",
+         group="forward", lets=_WHERE_LETS),
+    rule("argscan-max-where", "cummax index_i = max_j where(j <= i and (x_j != x_j or x_j == m_i), j, -1), "
+         "m_i = cummax(x)_i", "(ArgScan.Max axis jaxis xshape bshape ishape tshape jaxes pnq nn all x)",
+         "(Reduce.Max jaxes 0 (where mask (where (!= t t) j (where (== t m) j -1)) -1))", group="forward",
+         lets={k: v.format(op="Max") for k, v in _EXT_LETS.items()}),
+    rule("scan-min-where", "cummin(x)_i = min_j where(j <= i, x_j, x_i)",
+         f"({_SCAN.format(op='Min')} x)", "(Reduce.Min jaxes 0 (where mask t (Reshape ishape x)))",
+         group="forward", lets=_WHERE_LETS),
+    rule("argscan-min-where", "cummin index_i = max_j where(j <= i and (x_j != x_j or x_j == m_i), j, -1), "
+         "m_i = cummin(x)_i", "(ArgScan.Min axis jaxis xshape bshape ishape tshape jaxes pnq nn all x)",
+         "(Reduce.Max jaxes 0 (where mask (where (!= t t) j (where (== t m) j -1)) -1))", group="forward",
+         lets={k: v.format(op="Min") for k, v in _EXT_LETS.items()}),
 )

@@ -19,6 +19,9 @@
 - `cumsum(x, dim, dtype)`, `cumprod`: `Scan{Add / Mul, axis}` in the result's dtype (a 0-d x is its
   own scan). cumsum's backward arrives as `flip`, `cumsum`, `flip`; cumprod's as aten's formula of
   cumsum, cumprod, max.dim, gather, scatter and masks (its handling of zeros).
+- `cummax(x, dim)`, `cummin`: `Scan{Max / Min}` and `ArgScan{Max / Min}` (aten's indices: the last of
+  ties, the last NaN; bool x in i64, the values cast back); their backward is aten's scatter_add of the
+  gradient at the indices.
 - `logcumsumexp(x, dim)`: `LogCumSumExp{axis}` (a 0-d x is itself); its backward arrives as primitives
   and logcumsumexp of the flipped gradient terms.
 """
@@ -159,6 +162,24 @@ def _scan(op: str) -> Any:
 
 handles("cumsum.default")(_scan("Add"))
 handles("cumprod.default")(_scan("Mul"))
+
+
+def _cum_extreme(op: str) -> Any:
+    def handler(ctx: Context, a: dict[str, Any]) -> tuple[int, int]:
+        dt = ctx.out(0)[1]
+        x = ctx.cast(ctx.t(a["self"]), "i64" if dt == "bool" else dt)
+        rank = len(ctx.shape(x))
+        if rank == 0:
+            return ctx.cast(x, dt), ctx.const(0, "i64")
+        axis = int(a["dim"]) % rank
+        values = ctx.add("Scan", (x,), {"op": op, "axis": axis})
+        return ctx.cast(values, dt), ctx.add("ArgScan", (x,), {"op": op, "axis": axis})
+
+    return handler
+
+
+handles("cummax.default")(_cum_extreme("Max"))
+handles("cummin.default")(_cum_extreme("Min"))
 
 
 @handles("logcumsumexp.default")

@@ -45,7 +45,7 @@ from .kernels_groupnorm import group_norm, group_norm_backward_input, group_norm
 from .kernels_indexing import flip, index, index2, index3, index_put, index_put2, index_put3, scatter, scatter_reduce
 from .kernels_math import binary_new
 from ..opdefs.binary_math import NEW_OPS as NEW_BINARY_OPS
-from .kernels_reduce import arg_reduce, log_cum_sum_exp, prod, scan, var
+from .kernels_reduce import arg_reduce, arg_scan, log_cum_sum_exp, prod, scan, var
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -73,7 +73,7 @@ __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", 
            "scatter",
            "scatter_reduce"]
 __all__ += ["group_norm", "group_norm_backward_input", "group_norm_backward_weight"]
-__all__ += ["var", "arg_reduce", "scan", "log_cum_sum_exp"]
+__all__ += ["var", "arg_reduce", "scan", "log_cum_sum_exp", "arg_scan"]
 
 
 def _dtype(name: str) -> torch.dtype:

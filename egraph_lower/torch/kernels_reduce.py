@@ -44,8 +44,14 @@ def arg_reduce(x: Tensor, op: str, axis: int, keep_dim: bool = False) -> Tensor:
 
 
 def scan(x: Tensor, op: str, axis: int) -> Tensor:
+    if op in ("Max", "Min"):
+        return (torch.cummax if op == "Max" else torch.cummin)(x, dim=axis % x.dim()).values
     fn = torch.cumsum if op == "Add" else torch.cumprod
     return fn(x, dim=axis % x.dim(), dtype=x.dtype)
+
+
+def arg_scan(x: Tensor, op: str, axis: int) -> Tensor:
+    return (torch.cummax if op == "Max" else torch.cummin)(x, dim=axis % x.dim()).indices
 
 
 def log_cum_sum_exp(x: Tensor, axis: int) -> Tensor:

@@ -18,6 +18,7 @@ from .base import DY, MAX, Env, bound_fields, round_to
 from .normalization import _norm_rows
 
 _NAN, _INF = float("nan"), float("inf")
+NAN_, INF_ = _NAN, _INF
 
 
 def _var(rule: Rule, dtype: str, rng: np.random.Generator) -> list[Env]:
@@ -61,7 +62,11 @@ def _arg(rule: Rule, dtype: str, rng: np.random.Generator) -> list[Env]:
 
 
 def _scan_rows(dtype: str, op: str, rng: np.random.Generator) -> np.ndarray:
-    if op == "Mul":
+    if op in ("Max", "Min"):  # ties (the last one's index), NaN once and twice, +-inf, -0.0 and 0.0
+        rows = [[1.0, 3.0, 3.0, 2.0, 3.0, 5.0], [2.0, NAN_, 1.0, NAN_, 9.0, 0.0], [0.0, -0.0, 0.0, -1.0, -0.0, 1.0],
+                [INF_, 1.0, INF_, -INF_, 2.0, 2.0], [-INF_] * 6, [5.0, 4.0, 3.0, 3.0, 2.0, 1.0], [NAN_] * 6]
+        rows += list(rng.choice(np.array(DY), size=(4, 6)) * rng.integers(1, 3, size=(4, 6)))
+    elif op == "Mul":
         rows = [[1.5, -0.5, 2.0, 0.0, 3.0, -4.0], [2.0, 0.0, 3.0, 0.0, 5.0, 1.0], [0.0, 2.0, 3.0, 4.0, 5.0, 6.0],
                 [1.0 + 1e-3, 1.0 - 1e-3, 1.0, 1.25, 0.8, -1.0], [1e3, 1e3, 1e3, 1e3, 1e3, 1e-3],
                 [_INF, 0.0, 2.0, -1.0, 3.0, 1.0], [2.0, _NAN, 3.0, 0.5, 1.0, 1.0], [-2.0, -3.0, -0.5, 4.0, 1.0, 0.1]]
@@ -74,8 +79,9 @@ def _scan_rows(dtype: str, op: str, rng: np.random.Generator) -> np.ndarray:
 
 
 def _scan(rule: Rule, dtype: str, rng: np.random.Generator) -> list[Env]:
-    op = "Mul" if rule.source[0].startswith("(Scan.Mul") else "Add"
-    attrs: dict[str, object] = {} if rule.source[0].startswith("(LogCumSumExp") else {"op": op}
+    head = rule.source[0].split()[0][1:]  # Scan.Add, ArgScan.Max, LogCumSumExp, ...
+    op = head.split(".")[1] if "." in head else "Add"
+    attrs: dict[str, object] = {} if head == "LogCumSumExp" else {"op": op}
     rows = _scan_rows(dtype, op, rng)
     x3 = rows[:6].reshape(2, 3, 6).transpose(0, 2, 1).copy()  # [2, 6, 3]: scanned along axis 1 of 6
     envs: list[Env] = []
