@@ -46,3 +46,5 @@ from opinfo_math import ENTRIES as _math  # noqa: E402
 OPINFO_BACKWARD.update(_math)
 from opinfo_loss import ENTRIES as _loss  # noqa: E402
 OPINFO_BACKWARD.update(_loss)
+from opinfo_reduce import ENTRIES as _reduce  # noqa: E402
+OPINFO_BACKWARD.update(_reduce)

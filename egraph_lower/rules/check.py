@@ -64,7 +64,7 @@ _APPROX = {"erf-lower": ERF_MAX_ABS_ERROR, "atan-lower": ATAN_MAX_ABS_ERROR}
 
 # the accumulating index ops: their value is x plus sums of values; the scale is the op applied to the
 # magnitudes of its float inputs (the indices as they are), the condition of those sums
-_ACCUMULATING = frozenset({"ScatterAddAt", "IndexPut", "IndexPut2", "IndexPut3", "ScatterReduce"})
+_ACCUMULATING = frozenset({"ScatterAddAt", "IndexPut", "IndexPut2", "IndexPut3", "ScatterReduce", "Scan"})
 # ops whose value is a sum of terms dy * (a weight >= 0): their scale is the op applied to |dy|
 _LINEAR_IN_DY = frozenset({"MaxPool2dBackward", "AvgPool2dBackward", "AdaptiveAvgPool2dBackward"})
 
@@ -165,7 +165,7 @@ def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray, dtype: str) -> n
             return np.sum(np.abs(f["dy"] * (f["x"] - f["mean"])), axis=0) / np.sqrt(f["var"] + BN_EPS)
         if label == "BnBwdBeta":
             return np.sum(np.abs(f["dy"]), axis=0)
-        if label == "LogSoftmax":
+        if label in ("LogSoftmax", "LogCumSumExp"):
             # a log-probability: an absolute error e in y is a relative error e in exp(y)
             return np.maximum(np.abs(ref), 1.0)
         if label == "LogSoftmaxBwd":
