@@ -48,6 +48,11 @@ KNOWN_GAPS = {
         " native_batch_norm_backward on this sample (a random dy) is 0.0127 from float64 fed the lowered graph's"
         " statistics and 0.0122 fed eager's: the gradient's error is set by the bf16 rounding of the saved"
         " statistics (up to 0.35 ulp here), which torch's saved tensors have too",
+    ("pow", torch.float16):
+        "on samples with bases near 5 to 9 broadcast against exponents, the true gradient (up to 2e8 in float64)"
+        " is beyond f16's 65504: aten's pow backward in f16 makes x^y overflow to +-inf and the sum over the"
+        " broadcast axis adds +inf and -inf, so eager's gradient is NaN there and so is the lowered one (the"
+        " same aten graph); the comparison's error is NaN for both. Elsewhere the lowered error equals eager's (inf where both overflow)",
 }
 MAX_SAMPLES = 4
 SCANNED = 120  # of an op's samples, the first SCANNED are picked from (max_pool2d has 1,440)

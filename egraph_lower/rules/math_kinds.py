@@ -14,6 +14,10 @@ and no intermediate overflows where the result does not):
 - acosh(x) = log1p(t + sqrt(t) sqrt(x + 1)), t = x - 1 (exact for x in [1, 2]); for x > 16384,
   log(x) + ln 2 - 1/(4 x^2).
 - atanh(x) = sign(x) log1p(2a / (1 - a)) / 2.
+- log2(x) = log(x) / ln 2, log10(x) = log(x) / ln 10 (log's rounding is relative, and so is the
+  division's); asin(x) = atan2(x, sqrt((1 - x)(1 + x))), acos(x) = atan2(sqrt((1 - x)(1 + x)), x)
+  (1 - x is exact near 1 and 1 + x near -1, so no cancellation where the root is small; NaN outside
+  [-1, 1] from the root).
 - exp2(x) = pow(2, x) (exp(x ln 2) would turn the rounding of x ln 2 into a relative error of
   |x ln 2| eps); trunc(x) = sign(x) floor(|x|).
 The derivatives are kinds_math.py's formulas; asinh' and acosh' are written so that x^2 does not
@@ -25,6 +29,7 @@ from __future__ import annotations
 from .dsl import Rule, rule
 
 LN2 = 0.6931471805599453
+LN10 = 2.302585092994046
 
 
 def _b(name: str, identity: str, lhs: str, rhs: str, **lets: str) -> Rule:
@@ -51,6 +56,15 @@ BACKWARD: tuple[Rule, ...] = (
     _b("logit-bwd", "d logit = dy / (x (1 - x)) = (dy r) r, r = rsqrt(x (1 - x)) (NaN outside [0, 1])",
        "(Backward.Logit x dy)", "(* (* dy r) r)", r="(Rsqrt (* x (- 1 x)))"),
     _b("trunc-bwd", "d trunc = dy * 0 (finite dy)", "(Backward.Trunc x dy)", "(* dy 0)"),
+    # (x ln b would lose bits where x is subnormal; dy / x overflows only where the result does for
+    # log2, 1/ln2 > 1; for log10, dy (1/ln10) cannot overflow)
+    _b("log2-bwd", "d log2 = dy / (x ln2) = (dy / x) (1/ln2)", "(Backward.Log2 x dy)", f"(* (/ dy x) {1 / LN2})"),
+    _b("log10-bwd", "d log10 = dy / (x ln10) = (dy (1/ln10)) / x", "(Backward.Log10 x dy)",
+       f"(/ (* dy {1 / LN10}) x)"),
+    _b("asin-bwd", "d asin = dy / sqrt((1 - x)(1 + x)) (NaN outside [-1, 1], inf at +-1)", "(Backward.Asin x dy)",
+       "(* dy (Rsqrt (* (- 1 x) (+ 1 x))))"),
+    _b("acos-bwd", "d acos = -dy / sqrt((1 - x)(1 + x))", "(Backward.Acos x dy)",
+       "(* (Neg dy) (Rsqrt (* (- 1 x) (+ 1 x))))"),
 )
 
 FORWARD: tuple[Rule, ...] = (
@@ -81,6 +95,12 @@ FORWARD: tuple[Rule, ...] = (
        "there; beyond, |logit| > 0.8 and log's rounding is relative)",
        "(Logit x)", "(where (< (Abs (- x 0.5)) 0.2) (* 2 (Atanh (- (* 2 x) 1))) (Log (/ x (- 1 x))))"),
     _f("trunc-lower", "trunc(x) = sign(x) floor(|x|)", "(Trunc x)", "(* (Sign x) (Floor (Abs x)))"),
+    _f("log2-lower", "log2(x) = log(x) / ln2", "(Log2 x)", f"(/ (Log x) {LN2})"),
+    _f("log10-lower", "log10(x) = log(x) / ln10", "(Log10 x)", f"(/ (Log x) {LN10})"),
+    _f("asin-lower", "asin(x) = atan2(x, sqrt((1 - x)(1 + x)))", "(Asin x)",
+       "(atan2 x (Sqrt (* (- 1 x) (+ 1 x))))"),
+    _f("acos-lower", "acos(x) = atan2(sqrt((1 - x)(1 + x)), x)", "(Acos x)",
+       "(atan2 (Sqrt (* (- 1 x) (+ 1 x))) x)"),
 )
 
 RULES: tuple[Rule, ...] = BACKWARD + FORWARD
