@@ -95,6 +95,14 @@ class NumPyOps:
         return np.asarray(_erfc_obj(x), dtype=_F64)
 
     @staticmethod
+    def erfinv(x: Any) -> Any:
+        """scipy's (imported here: only a graph with Erfinv needs it; torch's agrees to 4e-16,
+        tests/test_math.py)."""
+        from scipy.special import erfinv
+
+        return np.asarray(erfinv(x), dtype=_F64)
+
+    @staticmethod
     def full_like(x: Any, v: float) -> Any:
         return np.full(np.shape(x), v)
 

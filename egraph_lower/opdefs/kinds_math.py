@@ -8,7 +8,9 @@ exp2' = ln 2 * 2^x, expm1' = e^x, log1p' = 1/(1 + x), trunc' = 0 (as floor's); l
 logit' = 1/(x (1 - x)), NaN outside [0, 1] and inf at 0 and 1 (torch's logit_backward without eps). Trunc is also an
 integer kind (the identity, f' = 0). log2' = 1/(x ln 2), log10' = 1/(x ln 10) (as Log's, 1/x for every x
 scaled: inf at 0, negative below), asin' = 1/sqrt((1 - x)(1 + x)) = -acos' ((1 - x)(1 + x) rather than
-torch's 1 - x^2: no cancellation near +-1; NaN outside [-1, 1], inf at +-1, as torch's). None has a wrt:
+torch's 1 - x^2: no cancellation near +-1; NaN outside [-1, 1], inf at +-1, as torch's); erfinv (the
+inverse of erf on [-1, 1]: +-inf at +-1, NaN beyond), erfinv' = (sqrt(pi)/2) exp(erfinv(x)^2), torch's
+(inf at +-1). None has a wrt:
 output form.
 """
 
@@ -21,6 +23,7 @@ from typing import Any
 Formula = Callable[[Any, Any], Any]  # (xp, x) -> f(x), as kinds.py's
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
+SQRT_PI_2 = math.sqrt(math.pi) / 2.0
 
 
 def _const(v: float) -> Formula:
@@ -40,6 +43,11 @@ def _asinh_grad(xp: Any, x: Any) -> Any:
 
 def _asin_grad(xp: Any, x: Any) -> Any:
     return 1.0 / xp.sqrt((1.0 - x) * (1.0 + x))  # NaN outside [-1, 1], inf at +-1
+
+
+def _erfinv_grad(xp: Any, x: Any) -> Any:
+    y = xp.erfinv(x)
+    return SQRT_PI_2 * xp.exp(y * y)  # inf at +-1, NaN outside [-1, 1]
 
 
 def _logit(xp: Any, x: Any) -> Any:
@@ -67,4 +75,5 @@ FORMS: tuple[tuple[str, Formula, Formula, Formula | None, Formula | None], ...] 
     ("Log10", lambda xp, x: xp.log10(x), lambda xp, x: 1.0 / (x * LN10), None, None),
     ("Asin", lambda xp, x: xp.asin(x), _asin_grad, None, None),
     ("Acos", lambda xp, x: xp.acos(x), lambda xp, x: -_asin_grad(xp, x), None, None),
+    ("Erfinv", lambda xp, x: xp.erfinv(x), _erfinv_grad, None, None),
 )

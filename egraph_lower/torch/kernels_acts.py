@@ -49,6 +49,7 @@ class TorchOps:
     log10 = staticmethod(torch.log10)
     asin = staticmethod(torch.asin)
     acos = staticmethod(torch.acos)
+    erfinv = staticmethod(torch.erfinv)
 
     def __init__(self, like: Tensor) -> None:
         self.dtype, self.device = like.dtype, like.device

@@ -82,8 +82,9 @@ def x_domain(dtype: str, kind: str = "") -> np.ndarray:
         pts.append(np.logspace(-40, 38, 157))
     if kind in ("Log2", "Log10"):  # exact powers of the base
         pts.append(np.array([b ** k for b in (2.0, 10.0) for k in range(-30, 31)]))
-    if kind in ("Asin", "Acos"):  # near +-1, where the root is small
-        near = np.array([1 - m * eps for m in (1, 2, 3, 8, 64, 1024)] + [1 - 10.0 ** -k for k in range(1, 8)])
+    if kind in ("Asin", "Acos", "Erfinv"):  # near +-1, where the root is small and erfinv's tail
+        near = np.array([1 - m * eps for m in (0.5, 1, 2, 3, 8, 64, 1024)] + [1 - 10.0 ** -k for k in range(1, 16)]
+                        + [1 - 2.0 ** -k for k in range(1, 54)])
         pts.append(np.concatenate([near, -near, np.linspace(-1, 1, 401)]))
     x = np.concatenate(pts)
     with np.errstate(all="ignore"):
