@@ -1,5 +1,5 @@
 """The OpInfo entries of issue 19's remaining elementwise math: the unary kinds Log2, Log10, Asin,
-Acos and Erfinv, isinf (logaddexp2's backward tests it), and the composite ops that reach the importer already
+Acos, Erfinv and Erfc, isinf (logaddexp2's backward tests it), and the composite ops that reach the importer already
 decomposed by PyTorch's Core ATen table (`torch/decompose.py`: logaddexp, xlog1py, addcmul, addcdiv,
 the shrinks), with the aten backward ops their gradients reach (tests/opinfo_ops.py merges them into
 OPINFO_BACKWARD)."""
@@ -12,6 +12,7 @@ ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("asin", ""): (),
     ("acos", ""): (),
     ("erfinv", ""): (),
+    ("erfc", ""): (),
     ("logaddexp", ""): (),
     ("logaddexp2", ""): (),  # its Core ATen decomposition tests isinf
     ("special.xlog1py", ""): (),

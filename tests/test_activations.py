@@ -75,7 +75,7 @@ REF_F = {
     "Exp2": lambda x: 2.0**x, "Expm1": math.expm1, "Log1p": math.log1p, "Trunc": lambda x: float(math.trunc(x)),
     "Logit": lambda x: math.log(x / (1 - x)),
     "Log2": math.log2, "Log10": math.log10, "Asin": math.asin, "Acos": math.acos,
-    "Erfinv": _erfinv,
+    "Erfinv": _erfinv, "Erfc": math.erfc,
 }
 assert set(REF_F) == set(ACTIVATION_KINDS)
 

@@ -190,7 +190,7 @@ def test_every_new_binary_op_lowers_on_every_backend(op: str, backend: str) -> N
 
 
 @pytest.mark.parametrize("kind", ["Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Exp2", "Expm1", "Log1p", "Trunc",
-                                  "Log2", "Log10", "Asin", "Acos", "Erfinv"])
+                                  "Log2", "Log10", "Asin", "Acos", "Erfinv", "Erfc"])
 def test_new_kinds_agree_with_torch_in_float64(kind: str) -> None:
     from egraph_lower.evaluate import activation, activation_grad
     x = np.concatenate([np.linspace(-30, 30, 601), [0.0, -0.0, 1.0, -1.0, 1 + 1e-12, 0.999999, 1e-30, 1e10,

@@ -10,7 +10,7 @@ integer kind (the identity, f' = 0). log2' = 1/(x ln 2), log10' = 1/(x ln 10) (a
 scaled: inf at 0, negative below), asin' = 1/sqrt((1 - x)(1 + x)) = -acos' ((1 - x)(1 + x) rather than
 torch's 1 - x^2: no cancellation near +-1; NaN outside [-1, 1], inf at +-1, as torch's); erfinv (the
 inverse of erf on [-1, 1]: +-inf at +-1, NaN beyond), erfinv' = (sqrt(pi)/2) exp(erfinv(x)^2), torch's
-(inf at +-1). None has a wrt:
+(inf at +-1); erfc = 1 - erf, erfc' = -(2/sqrt(pi)) exp(-x^2). None has a wrt:
 output form.
 """
 
@@ -24,6 +24,7 @@ Formula = Callable[[Any, Any], Any]  # (xp, x) -> f(x), as kinds.py's
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
 SQRT_PI_2 = math.sqrt(math.pi) / 2.0
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 def _const(v: float) -> Formula:
@@ -76,4 +77,5 @@ FORMS: tuple[tuple[str, Formula, Formula, Formula | None, Formula | None], ...] 
     ("Asin", lambda xp, x: xp.asin(x), _asin_grad, None, None),
     ("Acos", lambda xp, x: xp.acos(x), lambda xp, x: -_asin_grad(xp, x), None, None),
     ("Erfinv", lambda xp, x: xp.erfinv(x), _erfinv_grad, None, None),
+    ("Erfc", lambda xp, x: xp.erfc(x), lambda xp, x: -TWO_OVER_SQRT_PI * xp.exp(-(x * x)), None, None),
 )

@@ -23,6 +23,9 @@ and no intermediate overflows where the result does not):
   checker's bound. Its derivative
   (sqrt(pi)/2) exp(y^2), y = erfinv(x), is torch's (exp turns y's rounding into a relative error of
   about 2 y^2 eps, y^2 up to 15.9 in f32: measured 9.6 eps).
+- erfc(x) = 1 - x Q(x^2) for |x| < 1/2 (erf's Taylor series), else t exp(-a^2 + P(t)),
+  t = 1/(1 + a/2), a = |x| (2 minus it for x < 0), with -a^2 as -h^2 - (a - h)(a + h), h = floor(a)
+  (h^2 exact): approx_erfc.py, accurate in float64 too.
 - exp2(x) = pow(2, x) (exp(x ln 2) would turn the rounding of x ln 2 into a relative error of
   |x ln 2| eps); trunc(x) = sign(x) floor(|x|).
 The derivatives are kinds_math.py's formulas; asinh' and acosh' are written so that x^2 does not
@@ -31,12 +34,14 @@ overflow (f16 overflows x^2 at |x| > 256).
 
 from __future__ import annotations
 
+from .approx_erfc import ERFC_CENTRE, ERFC_CLAMP, ERFC_SMALL_Q, ERFC_SPLIT, ERFC_TAIL_P
 from .approx_erfinv import ERFINV_P1, ERFINV_P2, ERFINV_P3, ERFINV_SPLITS
 from .dsl import Rule, rule
 
 LN2 = 0.6931471805599453
 LN10 = 2.302585092994046
 SQRT_PI_2 = 0.886226925452758
+TWO_OVER_SQRT_PI = 1.1283791670955126
 
 
 def _horner(coeffs: tuple[float, ...], t: str) -> str:
@@ -82,6 +87,8 @@ BACKWARD: tuple[Rule, ...] = (
        "(* (Neg dy) (Rsqrt (* (- 1 x) (+ 1 x))))"),
     _b("erfinv-bwd", "d erfinv = dy * (sqrt(pi)/2) exp(y^2), y = erfinv(x) (torch's formula)", "(Backward.Erfinv x dy)",
        f"(* dy (* {SQRT_PI_2} (Exp (* y y))))", y="(Erfinv x)"),
+    _b("erfc-bwd", "d erfc = -dy * (2/sqrt(pi)) exp(-x^2)", "(Backward.Erfc x dy)",
+       f"(* dy (* {-TWO_OVER_SQRT_PI} (Exp (* (Neg x) x))))"),
 )
 
 FORWARD: tuple[Rule, ...] = (
@@ -126,6 +133,16 @@ FORWARD: tuple[Rule, ...] = (
        f"(where (== (Abs x) 1) (/ x 0) (* x (where (< w {ERFINV_SPLITS[0]}) {_horner(ERFINV_P1, 'u')} "
        f"(where (< w {ERFINV_SPLITS[1]}) {_horner(ERFINV_P2, 'v')} {_horner(ERFINV_P3, 'z')}))))",
        w="(Neg (Log (* (- 1 x) (+ 1 x))))", u="(* (- w 3.125) 0.25)", r="(Sqrt w)", v="(- r 3.25)", z="(- r 5)"),
+    _f("erfc-lower",
+       f"erfc(x) = where(|x| < {ERFC_SPLIT:g}, 1 - x Q(x^2), where(x > 0, T, 2 - T)), T = t exp(-h^2) "
+       f"exp(P(t - {ERFC_CENTRE:g}) - (a - h)(a + h)), t = 1/(1 + a/2), a = min(|x|, {ERFC_CLAMP:g}), "
+       "h = floor(a) (h^2 exact: a^2's rounding would be a relative error of a^2 eps; fitted, "
+       "f64-accurate: approx_erfc.py)",
+       "(Erfc x)",
+       f"(where (< (Abs x) {ERFC_SPLIT}) (- 1 (* x {_horner(ERFC_SMALL_Q, 's')})) (where (> x 0) T (- 2 T)))",
+       s="(* x x)", a=f"(min (Abs x) {ERFC_CLAMP})", t="(Recip (+ 1 (* 0.5 a)))", h="(Floor a)",
+       p=_horner(ERFC_TAIL_P, f"(- t {ERFC_CENTRE})"),
+       T="(* (* t (Exp (Neg (* h h)))) (Exp (- p (* (- a h) (+ a h)))))"),
 )
 
 RULES: tuple[Rule, ...] = BACKWARD + FORWARD

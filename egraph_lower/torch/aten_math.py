@@ -19,8 +19,8 @@ in tests/test_math.py).
   in the result's dtype, torch's conventions (opdefs/binary_math.py). `div(rounding_mode='floor')`
   is FloorDiv, `'trunc'` on floats `Activation{Trunc}` of the Div (torch rounds the quotient first:
   aten.py).
-- `sinh cosh asinh acosh atanh exp2 expm1 log1p trunc fix log2 log10 asin acos erfinv`:
-  `Activation{Sinh ... Trunc, Log2, Log10, Asin, Acos, Erfinv}`; their
+- `sinh cosh asinh acosh atanh exp2 expm1 log1p trunc fix log2 log10 asin acos erfinv erfc`:
+  `Activation{Sinh ... Trunc, Log2, Log10, Asin, Acos, Erfinv, Erfc}`; their
   backward is primitives in aten (cosh, sinh, mul, ...).
 - `empty_like`, `empty_permuted`, `empty.memory_format`, `new_empty`, `empty_strided`: a `Constant` 0
   of the result's shape and dtype (an empty tensor's contents are unspecified; what reads it has
@@ -144,7 +144,8 @@ for _op, _names in _BINARY_MATH:
 
 _KINDS = {"sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh", "exp2": "Exp2",
           "expm1": "Expm1", "log1p": "Log1p", "trunc": "Trunc", "fix": "Trunc",
-          "log2": "Log2", "log10": "Log10", "asin": "Asin", "acos": "Acos", "erfinv": "Erfinv"}
+          "log2": "Log2", "log10": "Log10", "asin": "Asin", "acos": "Acos", "erfinv": "Erfinv",
+          "erfc": "Erfc"}
 for _name, _kind in _KINDS.items():
     handles(f"{_name}.default")(_activation(_kind))
 
