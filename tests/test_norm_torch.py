@@ -268,3 +268,35 @@ def test_half_training_step_running_statistics_round_once(dtype: Any, n: int, mo
         batch = x.float().mean((0, 2, 3)) if name == "running_mean" else x.float().var((0, 2, 3))
         want_once = ((1 - momentum) * start[name] + momentum * batch).to(dtype)  # float32, rounded once
         torch.testing.assert_close(got, want_once, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("name", ["batch_norm_inference", "batch_norm_backward_gamma", "batch_norm_training",
+                                  "batch_norm_training_backward_input", "layer_norm", "rms_norm",
+                                  "layer_norm_backward_input", "inv_std"])
+def test_norm_kernels_compute_half_in_float32_and_round_once(name: str, dtype: torch.dtype) -> None:
+    """A backend's fused norm kernel (the torch kernels stand in for Metal's and WebGPU's) computes in
+    float32 and rounds once, as PyTorch's own do: each kernel on f16/bf16 tensors is its float32 result
+    rounded to the dtype, bit for bit. (In the tensors' dtype a bf16 eval batch norm rounded five times;
+    the fuzzer found its gradients up to 3x eager's noise from float64.)"""
+    from egraph_lower.torch import kernels_norm as k
+
+    g = torch.Generator().manual_seed(0)
+    x, dy = (torch.randn(4, 3, 5, generator=g) * 3 + 7 for _ in range(2))
+    c, w = torch.rand(3, generator=g) + 0.5, torch.rand(5, generator=g) + 0.5  # per channel, per last dim
+    args: dict[str, tuple[Any, ...]] = {
+        "batch_norm_inference": (x, c, c - 1, c * 2, c, EPS, 1),
+        "batch_norm_backward_gamma": (x, c * 2, c, dy, EPS, 1),
+        "batch_norm_training": (x, c, c - 1, 1, EPS),
+        "batch_norm_training_backward_input": (x, c, c * 7, c, dy, 1),
+        "layer_norm": (x, w, w - 1, 2, EPS),
+        "rms_norm": (x, w, 2, EPS),
+        "layer_norm_backward_input": (x, w, x.mean(2, keepdim=True), x.std(2, keepdim=True).reciprocal(), dy, 2),
+        "inv_std": (x, (0, 2), EPS),
+    }
+    fn = getattr(k, name)
+    f32 = fn(*args[name])
+    half = fn(*(a.to(dtype) if isinstance(a, torch.Tensor) else a for a in args[name]))
+    wide = fn(*(a.to(dtype).float() if isinstance(a, torch.Tensor) else a for a in args[name]))
+    assert half.dtype == dtype and f32.dtype == torch.float32
+    assert torch.equal(half, wide.to(dtype))

@@ -173,3 +173,29 @@ def test_strict_raises_a_failure_after_a_lowered_piece(monkeypatch: Any) -> None
     be = elt.backend("wgpu", keep_in_pytorch=GROUP_NORM, strict=True)
     with pytest.raises(RuntimeError, match="is_contiguous"):
         torch.compile(mse_step(eager), backend=be, dynamic=False)(x, torch.randn(2, 8, 8, 8))
+
+
+def _bn_then_relu(x: Any, w: Any, b: Any, mean: Any, var: Any) -> Any:
+    return torch.relu(torch.ops.aten._native_batch_norm_legit_no_training(x, w, b, mean, var, 0.1, 1e-5)[0])
+
+
+@pytest.mark.parametrize("layout", ["transposed 2-D", "permuted 4-D", "channels_last", "contiguous"])
+def test_batch_norm_meta_is_restated_as_its_real_kernel_lays_it_out(layout: str) -> None:
+    """PyTorch's fake kernel of batch norm gives a permuted input's result that input's strides, the real
+    CPU kernel a result contiguous in the input's suggested memory format (kernel_strides.py). After
+    `restate`, the meta of batch norm and of what follows it (a relu) has eager's strides; where fake and
+    real agree (channels_last, contiguous), the graph is left as it is."""
+    from egraph_lower.torch import kernel_strides
+
+    x = {"transposed 2-D": torch.randn(3, 4).t(), "permuted 4-D": torch.randn(2, 3, 5, 4).transpose(-1, -2),
+         "channels_last": torch.randn(2, 4, 3, 5).to(memory_format=torch.channels_last),
+         "contiguous": torch.randn(2, 4, 3, 5)}[layout]
+    c = x.shape[1]
+    args = (x, torch.randn(c), torch.randn(c), torch.randn(c), torch.rand(c) + 0.5)
+    gm = make_fx(_bn_then_relu, tracing_mode="fake")(*args)
+    changed = kernel_strides.restate(gm)
+    assert changed == (layout in ("transposed 2-D", "permuted 4-D"))
+    want = _bn_then_relu(*args)
+    (relu,) = [n for n in gm.graph.nodes if n.target is torch.ops.aten.relu.default]
+    assert relu.meta["val"].stride() == want.stride()
+    assert not kernel_strides.misstated(gm)

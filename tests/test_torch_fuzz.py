@@ -149,3 +149,33 @@ def test_a_half_gradient_summed_in_half_is_caught() -> None:
     assert compare(once, want, ref, once=once) == []
     diffs = compare({**want, "gradient of p": acc}, want, ref, once=once)
     assert diffs and diffs[0].startswith("gradient of p: 1 of 1 values differ"), diffs
+
+
+def test_a_float32_gradient_off_by_more_than_rounding_is_caught() -> None:
+    """In float32 the second draw of noise is the float64 step with each op's result moved by one random
+    rounding (`Jitter`): it forgives a value that cancels to about 0, never a well-conditioned one that
+    is off. A linear layer's weight gradient 1e-3 off (relative) differs; the jittered step itself, and
+    eager, pass."""
+    from fuzzing.program import HARNESS
+
+    ns: dict[str, Any] = {}
+    exec(HARNESS, ns)
+
+    def make() -> tuple[torch.nn.Module, tuple[torch.Tensor]]:
+        torch.manual_seed(0)
+        return torch.nn.Linear(8, 3), (torch.randn(16, 8),)
+
+    def step(model: torch.nn.Module, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        loss = (model(*inputs) ** 2).sum()
+        loss.backward()
+        return (loss,)
+
+    run, compare = ns["run"], ns["compare"]
+    eps = torch.finfo(torch.float32).eps / 2
+    want, ref, noise = run(make, step), run(make, step, double=True), run(make, step, double=True, jitter=eps)
+    k = "gradient of weight"
+    assert 0 < float((noise[k] - ref[k]).abs().max()) < 1e-5  # it moved, by about a rounding
+    assert compare(want, want, ref, once=noise) == []
+    assert compare({**want, k: noise[k].float()}, want, ref, once=noise) == []
+    diffs = compare({**want, k: want[k] * (1 + 1e-3)}, want, ref, once=noise)
+    assert diffs and diffs[0].startswith("gradient of weight:"), diffs

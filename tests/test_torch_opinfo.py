@@ -49,10 +49,11 @@ KNOWN_GAPS = {
         " statistics and 0.0122 fed eager's: the gradient's error is set by the bf16 rounding of the saved"
         " statistics (up to 0.35 ulp here), which torch's saved tensors have too",
     ("pow", torch.float16):
-        "on samples with bases near 5 to 9 broadcast against exponents, the true gradient (up to 2e8 in float64)"
-        " is beyond f16's 65504: aten's pow backward in f16 makes x^y overflow to +-inf and the sum over the"
-        " broadcast axis adds +inf and -inf, so eager's gradient is NaN there and so is the lowered one (the"
-        " same aten graph); the comparison's error is NaN for both. Elsewhere the lowered error equals eager's (inf where both overflow)",
+        "on samples of bases near 5 to 9 broadcast against exponents, aten's pow backward in f16 has x^y"
+        " overflow to +-inf and its sum over the broadcast axis add +inf and -inf: eager's gradient is NaN"
+        " there, also where float64's is finite (up to 4e4; elsewhere beyond 65504), and the lowered one is"
+        " the same NaN (the same aten graph, run in f16 as eager runs it); every other element's error is"
+        " eager's",
 }
 MAX_SAMPLES = 4
 SCANNED = 120  # of an op's samples, the first SCANNED are picked from (max_pool2d has 1,440)
@@ -186,7 +187,19 @@ def test_opinfo_gradients_match_eager(name: str, variant: str, target: str) -> N
             torch.testing.assert_close(g, e, equal_nan=True, msg=lambda m: f"{name} {target} gradient {k}: {m}")
             continue
         finite = r[torch.isfinite(r)]
-        margin = HALF_MARGIN * torch.finfo(e.dtype).eps * max(1.0, float(finite.abs().max()) if finite.numel() else 1.0)
+        eps = torch.finfo(e.dtype).eps
+        margin = HALF_MARGIN * eps * max(1.0, float(finite.abs().max()) if finite.numel() else 1.0)
+        # where eager's kernel overflows to nan and float64 does not (soft margin's exp(-t x) / (1 + exp(-t x))
+        # in f16 beyond |t x| = 11), eager has no error to be compared with: there the lowered gradient
+        # is to be the reference rounded (half an ulp of it, plus the margin), or the gap is a known one
+        lost = torch.isnan(e) & ~torch.isnan(r)
+        if lost.any():
+            err, bound = _error(g[lost], r[lost]), 0.5 * eps * float(r[lost].abs().max()) + margin
+            if not err <= bound:
+                why = f"{name} {target} {e.dtype} gradient {k}: {err:.3g} from float64 where eager is NaN, over {bound:.2g}"
+                assert (name, e.dtype) in KNOWN_GAPS, why
+                gaps.append(f"{why} ({KNOWN_GAPS[name, e.dtype]})")
+            g, e, r = g[~lost], e[~lost], r[~lost]
         if _error(g, r) <= _error(e, r) + margin:
             continue
         why = f"{name} {target} {e.dtype} gradient {k}: lowered {_error(g, r):.3g} > eager {_error(e, r):.3g} + {margin:.2g}"

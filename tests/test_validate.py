@@ -175,6 +175,17 @@ ALL_OPS = doc(
     node(406, "IndexPut3", [64, 30, 30, 30, 405], [1, 1, 4, 4], F, {"axis": 1, "accumulate": True}),
     node(407, "Scatter", [0, 34, 5], [2, 3], F, {"axis": 1}),
     node(408, "ScatterReduce", [0, 34, 5], [2, 3], F, {"axis": -1, "reduce": "mean", "include_self": False}),
+    # the elementwise losses (ops-loss: ids 850-899)
+    inp(850, [2, 3], name="lx"), inp(851, [2, 3], name="lt"), inp(852, [3], name="lw"),
+    node(853, "Constant", (), [], F, {"value": -0.5}),
+    node(854, "SmoothL1Loss", [850, 851], [], F, {"reduction": "mean", "beta": 0.5}),
+    node(855, "SmoothL1LossBackward", [850, 851, 853], [2, 3], F, {"reduction": "sum", "beta": 0.0}),
+    node(856, "HuberLoss", [850, 851], [2, 3], F, {"reduction": "none", "delta": 2.0}),
+    node(857, "HuberLossBackward", [850, 851, 850], [2, 3], F, {"reduction": "none", "delta": 1.0}),
+    node(858, "BinaryCrossEntropy", [850, 851, 852], [], F, {"reduction": "sum"}),
+    node(859, "BinaryCrossEntropyBackward", [850, 851, 853, 853], [2, 3], F, {"reduction": "mean"}),
+    node(860, "SoftMarginLoss", [850, 851], [2, 3], F, {"reduction": "none"}),
+    node(861, "SoftMarginLossBackward", [850, 851, 853], [2, 3], F, {"reduction": "mean"}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -182,7 +193,8 @@ ALL_OPS = doc(
              404,
              406,
              407,
-             408],
+             408,
+             854, 855, 856, 857, 858, 859, 860, 861],
     name="all ops",
 )
 

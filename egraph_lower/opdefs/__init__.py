@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from . import (activation, batchnorm, conv, elementwise, index, layout, leaves, log_softmax, mse, nll, norm, pool,
                reduce, slicing, softmax)
 from . import attention, groupnorm, indexing, scatter
+from . import loss
 from .base import Ctor, Head, OpDef
 
 
@@ -46,7 +47,7 @@ def register(defs: Iterable[OpDef]) -> dict[str, OpDef]:
 FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, reduce.OPS, (batchnorm.FORWARD,),
             activation.BACKWARD, batchnorm.BACKWARD, softmax.OPS, log_softmax.OPS, mse.OPS, index.OPS, nll.OPS,
             norm.OPS, slicing.OPS, pool.OPS + pool.BACKWARD, conv.OPS, conv.BACKWARD, attention.OPS,
-            indexing.OPS, scatter.OPS, groupnorm.OPS)
+            indexing.OPS, scatter.OPS, groupnorm.OPS, loss.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

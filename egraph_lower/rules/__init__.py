@@ -15,13 +15,14 @@ from collections.abc import Iterable
 from . import activations, batchnorm, conv, forward, index, mse, norm, parametrised, pool, slicing, softmax
 from . import attention, groupnorm, indexing, scatter
 from . import math, math_kinds
+from . import loss
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
                                + index.RULES + norm.RULES + parametrised.RULES + slicing.RULES + pool.RULES
                                + conv.RULES + attention.RULES
                                + indexing.RULES + scatter.RULES + groupnorm.RULES + math.RULES
-                               + math_kinds.RULES)
+                               + math_kinds.RULES + loss.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

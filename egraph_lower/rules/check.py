@@ -92,6 +92,11 @@ def bound(rule: Rule, dtype: str) -> float:
         # exp(x - max) turns the rounding of x - max (0.5 eps relative: 0.5 eps |x - max| absolute) into a
         # relative error of 0.5 eps |x - max|, and |x - max| is at most UNDERFLOW_X before y falls below FLOOR.
         return DEFAULT_BOUND + 0.5 * UNDERFLOW_X[dtype]
+    if rule.name in ("softmargin-none", "softmargin-none-softplus"):
+        # log1p(exp(z)) for z = -t x < 0 is about exp(z): the rounding of t x (0.5 eps |z| absolute) becomes
+        # a relative error of 0.5 eps |z|, and |z| is at most UNDERFLOW_X before the loss falls below FLOOR
+        # (the fused op takes t x exactly; a kernel in d rounds it as the expansion does)
+        return DEFAULT_BOUND + 0.5 * UNDERFLOW_X[dtype]
     if rule.name in _APPROX:
         # the scale is |ref|: near 0 both approximations are x * (P/Q), relatively as accurate
         # as the fit; elsewhere |ref| >= ~0.1, so the measured absolute error bounds it (with margin).

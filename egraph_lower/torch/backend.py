@@ -46,7 +46,7 @@ from ..backends import load as load_backend
 from ..egraph.saturate import Limits
 from ..errors import LowerError
 from ..graph import Graph
-from . import cache
+from . import cache, kernel_strides
 from .decompose import decompositions
 from .common import Imported, Signature, UnsupportedOp
 from .exporter import export_graph
@@ -193,6 +193,11 @@ class TorchBackend:
             self._failed(rec, "symbolic shapes", reason)
             return gm
         device = next((x.device for x in example_inputs if isinstance(x, torch.Tensor)), None)
+        try:  # the layouts eager gives where PyTorch's fake kernels state others (batch norm)
+            kernel_strides.restate(gm)
+        except Exception as e:
+            self._failed(rec, "strides of the real kernels", e)
+            return gm
         try:
             imported = import_graph(gm, name=rec.name, keep=self.keep_in_pytorch)
         except UnsupportedOp as e:
@@ -206,7 +211,7 @@ class TorchBackend:
         if not imported.graph.outputs:  # it only passes values through: nothing to lower
             rec.status = "nothing to lower"
             return gm
-        module = self._lower_and_export(imported.graph, imported.signature, rec, device)
+        module = self._lower_and_export(imported.graph, imported.signature, rec, device, boxed=True)
         if rec.lowered:
             rec.status = "lowered"
         return gm if module is None else module
@@ -258,13 +263,14 @@ class TorchBackend:
                 seg.module = self._guarded(exported, original, imported.signature, rec)
 
     def _lower_and_export(self, graph: Graph, signature: Signature, rec: GraphRecord,
-                          device: torch.device | None) -> torch.nn.Module | None:
+                          device: torch.device | None, boxed: bool = False) -> torch.nn.Module | None:
         """The lowered module, or None when the original should run: the lowering failed, or changed
-        nothing (then the target runs the very aten ops the graph holds)."""
+        nothing (then the target runs the very aten ops the graph holds). `boxed`: the whole graph,
+        which AOTAutograd calls boxed (`guard.boxed`), so its code is generated in that form only."""
         lowered = self._lowered(Imported(graph, signature), rec)
         if lowered is None or same_computation(lowered, graph):
             return None
-        return self._export(lowered, signature, rec, device)
+        return self._export(lowered, signature, rec, device, boxed)
 
     def _lowered(self, imported: Imported, rec: GraphRecord) -> Graph | None:
         """The imported graph lowered for the target (cached), or None (recorded) when the lowering fails."""
@@ -280,10 +286,10 @@ class TorchBackend:
         return graph
 
     def _export(self, graph: Graph, signature: Signature, rec: GraphRecord,
-                device: torch.device | None) -> torch.nn.Module | None:
+                device: torch.device | None, boxed: bool = False) -> torch.nn.Module | None:
         """The lowered graph as a module (None, recorded, when the export fails)."""
         try:
-            module = export_graph(graph, signature)
+            module = export_graph(graph, signature, boxed)
             if device is not None:
                 module = module.to(device)
         except Exception as e:

@@ -1,8 +1,9 @@
 """What a lowered module owes the code that runs after it: the FX graph's layouts and aliasing.
 
 The format is about values; PyTorch's graphs are also about memory. An FX node's
-`meta["val"]` promises its result's strides (its memory format) and which storage it
-lives in, and the PyTorch code after a lowered graph or piece relies on both: kernels
+`meta["val"]` promises its result's strides (its memory format: restated from the real
+kernel's layout where PyTorch's fake kernel states another, `kernel_strides.py`) and which
+storage it lives in, and the PyTorch code after a lowered graph or piece relies on both: kernels
 that read their input's memory in the layout they were traced with (group norm's
 backward in channels_last), `as_strided` relative to a value's storage, and in-place
 updates that must not reach another tensor. So every result of an exported module

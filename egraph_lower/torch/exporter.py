@@ -66,8 +66,9 @@ def _safe(name: str, taken: set[str]) -> str:
     return out
 
 
-def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphModule:
-    """`graph` as an FX GraphModule that computes it with PyTorch."""
+def export_graph(graph: Graph, signature: Signature | None = None, boxed: bool = False) -> fx.GraphModule:
+    """`graph` as an FX GraphModule that computes it with PyTorch (`boxed`: in AOTAutograd's calling
+    convention, `guard.boxed`'s, its code generated once in that form)."""
     sig = signature or Signature.of(graph)
     g = fx.Graph()
     root = torch.nn.Module()
@@ -110,6 +111,14 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
                 value = g.call_function(torch.ops.aten.alias.default, (earlier,))
             else:
                 value = env[nid]
+                if value.op == "placeholder":
+                    # an argument as a value the FX graph computes (`detach`, a view that changes nothing):
+                    # eager's is a tensor of its own on the argument's storage, never the argument itself,
+                    # which the graph may also return (a batch norm's result kept in PyTorch and its
+                    # `detach()`: returned as one object, the autograd.Function made both differentiable).
+                    # A detach, not an alias: a differentiable view would take its base's requires_grad
+                    # once the autograd.Function gives the base its history.
+                    value = g.call_function(torch.ops.aten.detach.default, (value,))
                 copy = slot.private and any(roots[nid] & r for r in held)
                 if slot.stride is not None:
                     value = g.call_function(as_layout, (value, slot.stride, copy))
@@ -124,6 +133,10 @@ def export_graph(graph: Graph, signature: Signature | None = None) -> fx.GraphMo
         else:
             results.append(None)
     g.output(tuple(results) if sig.returns_tuple else results[0])
+    if boxed:
+        from torch.fx.graph import _BoxedCodeGen
+
+        g.set_codegen(_BoxedCodeGen())
     return fx.GraphModule(root, g, class_name="LoweredGraph")
 
 

@@ -77,8 +77,9 @@ def boxed(module: Callable[..., Any]) -> Boxed:
     if isinstance(module, fx.GraphModule):
         from torch.fx.graph import _BoxedCodeGen
 
-        module.graph.set_codegen(_BoxedCodeGen())
-        module.recompile()
+        if not isinstance(module.graph._codegen, _BoxedCodeGen):  # else made so (`export_graph(boxed=True)`)
+            module.graph.set_codegen(_BoxedCodeGen())
+            module.recompile()
         forward = module.forward
 
         def run_boxed(args: list[Any]) -> Any:

@@ -42,6 +42,8 @@ from .kernels_pool import (adaptive_avg_pool2d, adaptive_avg_pool2d_backward, ad
                            pool_weights)
 from .kernels_softmax import log_softmax, log_softmax_backward, mse_loss, mse_loss_backward, softmax, softmax_backward
 from .kernels_groupnorm import group_norm, group_norm_backward_input, group_norm_backward_weight
+from .kernels_loss import (binary_cross_entropy, binary_cross_entropy_backward, huber_loss, huber_loss_backward,
+                          smooth_l1_loss, smooth_l1_loss_backward, soft_margin_loss, soft_margin_loss_backward)
 from .kernels_indexing import flip, index, index2, index3, index_put, index_put2, index_put3, scatter, scatter_reduce
 from .kernels_math import binary_new
 from ..opdefs.binary_math import NEW_OPS as NEW_BINARY_OPS
@@ -72,6 +74,8 @@ __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", 
            "scatter",
            "scatter_reduce"]
 __all__ += ["group_norm", "group_norm_backward_input", "group_norm_backward_weight"]
+__all__ += ["binary_cross_entropy", "binary_cross_entropy_backward", "huber_loss", "huber_loss_backward",
+            "smooth_l1_loss", "smooth_l1_loss_backward", "soft_margin_loss", "soft_margin_loss_backward"]
 
 
 def _dtype(name: str) -> torch.dtype:

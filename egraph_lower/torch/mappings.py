@@ -7,10 +7,11 @@ from __future__ import annotations
 from . import aten, aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool, aten_softmax
 from . import aten_groupnorm, aten_indexing
 from . import aten_math
+from . import aten_loss
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
 
 __all__ = ["HANDLERS", "get_attr"]
 FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool,
-            aten_softmax, aten_indexing, aten_groupnorm, aten_math)  # registered by importing them
+            aten_softmax, aten_indexing, aten_groupnorm, aten_math, aten_loss)  # registered by importing them

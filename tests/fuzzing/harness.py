@@ -62,10 +62,34 @@ class RoundOnce(TorchDispatchMode):
         return real
 
 
-def run(make, step, backend=None, seed=0, double=False, once=False):  # type: ignore[no-untyped-def]
+class Jitter(TorchDispatchMode):
+    """Every aten op's float64 result moved, element by element, by a random relative amount of at most
+    `eps` (float32's): a float64 step that rounds each op's result once more, at random, as a target
+    computing in float32 rounds it somewhere. How far that moves a value is how far a correct float32
+    lowering may be from eager's (`compare`'s `once`). Views, in-place and random ops as they are."""
+
+    def __init__(self, eps):  # type: ignore[no-untyped-def]
+        super().__init__()
+        self.eps = eps
+        self.g = torch.Generator().manual_seed(1)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        schema = func._schema
+        if (schema.is_mutable or any(r.alias_info is not None for r in schema.returns)
+                or torch.Tag.nondeterministic_seeded in func.tags):
+            return out
+        for r in tree_leaves(out):
+            if isinstance(r, torch.Tensor) and r.dtype == torch.float64 and r.numel():
+                r.mul_(1 + self.eps * (2 * torch.rand(r.shape, generator=self.g, dtype=torch.float64) - 1))
+        return out
+
+
+def run(make, step, backend=None, seed=0, double=False, once=False, jitter=0.0):  # type: ignore[no-untyped-def]
     """One step of a fresh model on fresh inputs, eager (`backend` None) or compiled with `backend`;
     everything a step leaves: its results, every gradient, every buffer, every input, the results'
     aliasing (`double`: the model and inputs in float64, the reference of half-precision programs;
+    `jitter` with `double`: each op's result moved by one random rounding of that relative size, `Jitter`;
     `once`: eager, each op exact and rounded once, `RoundOnce`)."""
     model, inputs = make()
     if double:
@@ -74,8 +98,8 @@ def run(make, step, backend=None, seed=0, double=False, once=False):  # type: ig
                        for x in inputs)
     fn = step if backend is None else torch.compile(step, backend=backend, dynamic=False)
     torch.manual_seed(seed)
-    if once:
-        with RoundOnce():
+    if once or (double and jitter):
+        with RoundOnce() if once else Jitter(jitter):
             out = fn(model, *inputs)
     else:
         out = fn(model, *inputs)
@@ -106,10 +130,14 @@ def compare(got, want, ref=None, strides=True, once=None):  # type: ignore[no-un
     `ref` (the same step in float64) forgives a float value that is no further from ref than twice
     want's own largest error from ref plus 4 ulps of ref's largest value: what a different order of
     roundings gives, in half precision, or where a gradient is rounding noise about 0.
-    `once` (half precision: the step with each op exact and rounded once, `RoundOnce`) is a second
-    measure of that noise: eager's error is one draw of it, and where eager's kernels round inside an
-    op (CPU's embedding backward sums in half) and their errors happen to cancel, eager can be exact
-    where rounding once per op is not. A value is then forgiven within twice the larger of the two."""
+    `once` is a second measure of that noise: eager's error is one draw of it, and where eager's kernels
+    round inside an op (CPU's embedding backward sums in half, CPU's float32 batch norm accumulates in
+    float64) eager can be exact where rounding as the target does is not. In half precision it is the
+    step with each op exact and rounded once (`RoundOnce`); in float32, the float64 step with each op's
+    result moved by one random float32 rounding (`Jitter`): how far rounding at other places than
+    eager's moves a value, which is what a value that cancels to about 0 may differ by (a batch of identical samples:
+    variance 0, so a mean one rounding off moves a batch norm's weight gradient by 1e-4, its terms
+    amplified by 1/sqrt(eps)). A value is then forgiven within twice the larger of the two."""
     diffs = []
     for key, w in want.items():
         g = got.get(key)

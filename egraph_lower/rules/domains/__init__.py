@@ -27,6 +27,7 @@ from .pool import pool_domain
 from .softmax_loss import mse_domain, softmax_domain
 from .groupnorm import GROUP_SCALES, groupnorm_domain
 from .binary import binary_domain
+from .loss import loss_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
            "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
@@ -53,6 +54,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "groupnorm": groupnorm_domain,
     "indexing": indexing_domain,
     "binary": binary_domain,
+    "loss": loss_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
