@@ -48,3 +48,5 @@ from opinfo_loss import ENTRIES as _loss  # noqa: E402
 OPINFO_BACKWARD.update(_loss)
 from opinfo_reduce import ENTRIES as _reduce  # noqa: E402
 OPINFO_BACKWARD.update(_reduce)
+from opinfo_unary2 import ENTRIES as _unary2  # noqa: E402
+OPINFO_BACKWARD.update(_unary2)

@@ -402,7 +402,7 @@ def test_unsupported_op_names_the_op() -> None:
 
 @pytest.mark.parametrize("fn, args, why", [
     (lambda x: x.to(torch.uint8), (torch.randn(3),), "uint8"),
-    (lambda x: torch.erfinv(x), (torch.randn(3),), "erfinv"),
+    (lambda x: torch.lgamma(x), (torch.randn(3),), "lgamma"),
 ])
 def test_refused_mappings_say_why(fn: Callable[..., Any], args: tuple[Any, ...], why: str) -> None:
     with pytest.raises(elt.UnsupportedOp, match=why):
