@@ -46,3 +46,7 @@ from opinfo_math import ENTRIES as _math  # noqa: E402
 OPINFO_BACKWARD.update(_math)
 from opinfo_loss import ENTRIES as _loss  # noqa: E402
 OPINFO_BACKWARD.update(_loss)
+from opinfo_reduce import ENTRIES as _reduce  # noqa: E402
+OPINFO_BACKWARD.update(_reduce)
+from opinfo_unary2 import ENTRIES as _unary2  # noqa: E402
+OPINFO_BACKWARD.update(_unary2)

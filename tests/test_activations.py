@@ -26,6 +26,17 @@ def _sig(x: float) -> float:
     return 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
 
 
+def _erfinv(y: float) -> float:
+    """erf's inverse by bisection on math.erf (an independent reference for scipy's erfinv)."""
+    if y == 0:
+        return y
+    lo, hi = -6.0, 6.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if math.erf(mid) < y else (lo, mid)
+    return (lo + hi) / 2
+
+
 REF_F = {
     "Gelu": lambda x: x * 0.5 * math.erfc(-x / math.sqrt(2)),  # erfc: 1 + erf(x) cancels for x << 0
     # 0.5 x (1 + tanh u) = x / (1 + exp(-2u)): 1 + tanh(u) cancels for x << 0
@@ -63,6 +74,8 @@ REF_F = {
     "Sinh": math.sinh, "Cosh": math.cosh, "Asinh": math.asinh, "Acosh": math.acosh, "Atanh": math.atanh,
     "Exp2": lambda x: 2.0**x, "Expm1": math.expm1, "Log1p": math.log1p, "Trunc": lambda x: float(math.trunc(x)),
     "Logit": lambda x: math.log(x / (1 - x)),
+    "Log2": math.log2, "Log10": math.log10, "Asin": math.asin, "Acos": math.acos,
+    "Erfinv": _erfinv, "Erfc": math.erfc,
 }
 assert set(REF_F) == set(ACTIVATION_KINDS)
 
@@ -71,7 +84,9 @@ POSITIVE = [0.01, 0.3, 1.0, 2.6, 50.0, 1e3]
 DOMAIN_F = {k: MODERATE for k in ACTIVATION_KINDS}
 DOMAIN_F.update(Log=POSITIVE, Sqrt=POSITIVE, Rsqrt=POSITIVE, Recip=[x for x in MODERATE if x != 0],
                 Tan=[-1.2, -0.4, 0.0, 0.3, 0.9, 1.4, 2.0], Acosh=[1.0, 1.1, 1.5, 3.0, 50.0, 1e3],
-                Atanh=[-0.99, -0.5, -0.1, 0.0, 0.3, 0.9], Logit=[0.01, 0.3, 0.5, 0.7, 0.99], Log1p=[-0.99, -0.5, 0.0, 0.3, 2.6, 1e3])
+                Atanh=[-0.99, -0.5, -0.1, 0.0, 0.3, 0.9], Logit=[0.01, 0.3, 0.5, 0.7, 0.99], Log1p=[-0.99, -0.5, 0.0, 0.3, 2.6, 1e3],
+                Log2=POSITIVE + [8.0, 0.125], Log10=POSITIVE + [100.0, 1e-3], Asin=[-1.0, -0.99, -0.5, 0.0, 0.3, 0.9, 1.0],
+                Acos=[-1.0, -0.99, -0.5, 0.0, 0.3, 0.9, 1.0], Erfinv=[-0.999, -0.9, -0.5, 0.0, 0.3, 0.9, 0.99])
 
 SMOOTH = [-7.5, -2.2, -1.1, -0.4, 0.0, 0.3, 0.9, 1.7, 2.6, 6.3, -15.0, 12.0]
 DOMAIN_D = {k: SMOOTH for k in ACTIVATION_KINDS}
@@ -86,6 +101,8 @@ DOMAIN_D.update(
     Floor=[-2.2, -0.4, 0.3, 1.7], Ceil=[-2.2, -0.4, 0.3, 1.7], Sign=[-2.2, -0.4, 0.3, 1.7],
     Trunc=[-2.2, -0.4, 0.3, 1.7], Logit=[0.1, 0.3, 0.5, 0.7, 0.9], Acosh=[1.1, 1.5, 3.0, 12.0], Atanh=[-0.9, -0.4, 0.0, 0.3, 0.9],
     Log1p=[-0.9, -0.4, 0.0, 0.3, 2.6, 12.0],
+    Log2=POSITIVE, Log10=POSITIVE, Asin=[-0.9, -0.4, 0.0, 0.3, 0.9], Acos=[-0.9, -0.4, 0.0, 0.3, 0.9],
+    Erfinv=[-0.9, -0.4, 0.0, 0.3, 0.9],
 )
 FD_KINDS = [k for k in ACTIVATION_KINDS if k != "Round"]  # Round is straight-through: not its true derivative
 

@@ -3,6 +3,7 @@ float64, the aten import and export, and training steps compiled for metal and w
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -232,6 +233,41 @@ def test_eval_mode_import_and_evaluator_agree_with_torch(shape: tuple[int, ...])
                                                          (x, g, w, b, m, v))}
     for got, want in zip(el.evaluate(graph, feeds), f(x, g, w, b, m, v)):
         close(got, want)
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+@pytest.mark.parametrize("momentum", [0.1, 0.5])
+@pytest.mark.parametrize("n", [3, 4])  # n / (n - 1) = 1.5 exactly, 4/3 not (1.3359375 as a bf16 constant)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+def test_half_training_step_running_statistics_round_once(dtype: Any, n: int, momentum: float,
+                                                          target: str) -> None:
+    """A half-precision BatchNorm2d training step updates its running statistics in float32 and rounds
+    once into the buffers' dtype: no further from the float64 step's than eager's, and equal to eager's in
+    float16, where eager's CPU kernel rounds once too (in bfloat16 it rounds its variance sum first)."""
+    torch.manual_seed(n)
+    bn = nn.BatchNorm2d(4, momentum=momentum)
+    with torch.no_grad():
+        bn.running_mean.uniform_(-1.0, 1.0)
+        bn.running_var.uniform_(0.5, 2.0)
+    eager, exact = bn.to(dtype), copy.deepcopy(bn).to(torch.float64)
+    compiled, start = copy.deepcopy(eager), {k: v.float() for k, v in eager.named_buffers()}
+    x = (torch.randn(n, 4, 1, 1) * 3.0 + 1.0).to(dtype)
+    be = elt.backend(target, strict=True)
+    step = torch.compile(lambda m, x: m(x).float().pow(2).sum().backward(), backend=be, dynamic=False)
+    step(compiled, x)
+    eager(x).float().pow(2).sum().backward()
+    exact(x.double()).pow(2).sum().backward()
+    assert be.unlowered_ops == {}, be.summary()
+    for name in ("running_mean", "running_var"):
+        got, want, best = (getattr(m, name) for m in (compiled, eager, exact))
+        assert got.dtype == dtype
+        got_err, want_err = ((t.double() - best).abs() for t in (got, want))
+        assert bool((got_err <= want_err).all()), f"{name}: {got_err} vs eager's {want_err}"
+        if dtype == torch.float16:
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+        batch = x.float().mean((0, 2, 3)) if name == "running_mean" else x.float().var((0, 2, 3))
+        want_once = ((1 - momentum) * start[name] + momentum * batch).to(dtype)  # float32, rounded once
+        torch.testing.assert_close(got, want_once, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])

@@ -48,6 +48,18 @@ KNOWN_GAPS = {
         " native_batch_norm_backward on this sample (a random dy) is 0.0127 from float64 fed the lowered graph's"
         " statistics and 0.0122 fed eager's: the gradient's error is set by the bf16 rounding of the saved"
         " statistics (up to 0.35 ulp here), which torch's saved tensors have too",
+    ("prod", torch.float16):
+        "on a [5, 5, 5] sample, prod's input gradient in f16 is 0.000514 from float64 where eager's is 0.000388"
+        " (values up to 0.68, the margin 6.1e-5). The lowered gradient is bit for bit the one aten's own backward"
+        " graph gives run eagerly (torch.compile with aot_eager, on metal and wgpu): AOTAutograd traces prod's"
+        " backward under fake tensors as prod_safe_zeros_backward (grad times the exclusive cumprods from both"
+        " sides, each rounded to f16), while eager, seeing no zero in the sample, computes grad * prod / x",
+    ("pow", torch.float16):
+        "on samples of bases near 5 to 9 broadcast against exponents, aten's pow backward in f16 has x^y"
+        " overflow to +-inf and its sum over the broadcast axis add +inf and -inf: eager's gradient is NaN"
+        " there, also where float64's is finite (up to 4e4; elsewhere beyond 65504), and the lowered one is"
+        " the same NaN (the same aten graph, run in f16 as eager runs it); every other element's error is"
+        " eager's",
 }
 MAX_SAMPLES = 4
 SCANNED = 120  # of an op's samples, the first SCANNED are picked from (max_pool2d has 1,440)
@@ -185,10 +197,14 @@ def test_opinfo_gradients_match_eager(name: str, variant: str, target: str) -> N
         margin = HALF_MARGIN * eps * max(1.0, float(finite.abs().max()) if finite.numel() else 1.0)
         # where eager's kernel overflows to nan and float64 does not (soft margin's exp(-t x) / (1 + exp(-t x))
         # in f16 beyond |t x| = 11), eager has no error to be compared with: there the lowered gradient
-        # is to be the reference rounded (half an ulp of it, plus the margin)
+        # is to be the reference rounded (half an ulp of it, plus the margin), or the gap is a known one
         lost = torch.isnan(e) & ~torch.isnan(r)
         if lost.any():
-            assert _error(g[lost], r[lost]) <= 0.5 * eps * float(r[lost].abs().max()) + margin, (name, target, k)
+            err, bound = _error(g[lost], r[lost]), 0.5 * eps * float(r[lost].abs().max()) + margin
+            if not err <= bound:
+                why = f"{name} {target} {e.dtype} gradient {k}: {err:.3g} from float64 where eager is NaN, over {bound:.2g}"
+                assert (name, e.dtype) in KNOWN_GAPS, why
+                gaps.append(f"{why} ({KNOWN_GAPS[name, e.dtype]})")
             g, e, r = g[~lost], e[~lost], r[~lost]
         if _error(g, r) <= _error(e, r) + margin:
             continue

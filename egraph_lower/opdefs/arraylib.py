@@ -60,6 +60,10 @@ class NumPyOps:
     atanh = staticmethod(np.arctanh)
     exp2 = staticmethod(np.exp2)
     trunc = staticmethod(np.trunc)
+    log2 = staticmethod(np.log2)
+    log10 = staticmethod(np.log10)
+    asin = staticmethod(np.arcsin)
+    acos = staticmethod(np.arccos)
     fmod = staticmethod(np.fmod)
     atan2 = staticmethod(np.arctan2)
     hypot = staticmethod(np.hypot)
@@ -89,6 +93,14 @@ class NumPyOps:
     @staticmethod
     def erfc(x: Any) -> Any:
         return np.asarray(_erfc_obj(x), dtype=_F64)
+
+    @staticmethod
+    def erfinv(x: Any) -> Any:
+        """scipy's (imported here: only a graph with Erfinv needs it; torch's agrees to 4e-16,
+        tests/test_math.py)."""
+        from scipy.special import erfinv
+
+        return np.asarray(erfinv(x), dtype=_F64)
 
     @staticmethod
     def full_like(x: Any, v: float) -> Any:

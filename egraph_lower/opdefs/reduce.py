@@ -3,7 +3,8 @@
 Reduce's e-graph fields are `op`, `axes` (normalised when a node is loaded: sorted,
 each in [0, rank), so a rule's lhs matches whatever spelling the node used) and
 `keep_dim` (0 or 1). In the rule notation, `(sum axes e)` is Sum without keep_dim;
-`(Reduce.Sum axes keep e)`, `(Reduce.Mean ...)`, `(Reduce.Max ...)`, `(Reduce.Min ...)`
+`(Reduce.Sum axes keep e)`, `(Reduce.Mean ...)`, `(Reduce.Max ...)`, `(Reduce.Min ...)`,
+`(Reduce.Prod ...)` (version 3: the product; integers wrap as int64, not on bool)
 state any reduction (see rules/dsl.py).
 """
 
@@ -20,7 +21,7 @@ from ..errors import LowerError
 from .base import I64, Attr, Ctor, Field, Meta, OpDef, head, ints_text, string
 from .meta import boolean, broadcast_shapes, int_list, one_of, same_dtype, show, show_shape
 
-REDUCE_OPS: tuple[str, ...] = ("Sum", "Mean", "Max", "Min")
+REDUCE_OPS: tuple[str, ...] = ("Sum", "Mean", "Max", "Min", "Prod")  # Prod: format version 3
 
 
 def _norm_axes(axes: Sequence[int], ndim: int) -> tuple[int, ...]:
@@ -39,7 +40,7 @@ def _op_reduce(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None
     keep = bool(attrs.get("keep_dim", False))
     x = np.asarray(args[0])
     axes = _norm_axes(attrs["axes"], x.ndim)
-    if op not in ("Sum", "Mean", "Max", "Min"):
+    if op not in REDUCE_OPS:
         raise LowerError(f"unknown Reduce op {op!r}")
     if not axes:
         return _convert(x, dtype)
@@ -54,8 +55,11 @@ def _op_reduce(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None
             r = np.sum(v, axis=axes, keepdims=keep) / float(count)
         elif op == "Max":
             r = np.max(v, axis=axes, keepdims=keep, initial=-np.inf)
-        else:
+        elif op == "Min":
             r = np.min(v, axis=axes, keepdims=keep, initial=np.inf)
+        else:
+            with np.errstate(all="ignore"):
+                r = np.prod(v, axis=axes, keepdims=keep)
         return _round_float(r, dtype)
     if dtype in INT_DTYPES:
         v = _i(x)
@@ -66,8 +70,10 @@ def _op_reduce(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None
                 r = _idiv(np.asarray(r), np.asarray(count, dtype=_I64))
         elif op == "Max":
             r = np.max(v, axis=axes, keepdims=keep, initial=info.min)
-        else:
+        elif op == "Min":
             r = np.min(v, axis=axes, keepdims=keep, initial=info.max)
+        else:  # the int64 product, wrapping
+            r = np.prod(v, axis=axes, keepdims=keep, dtype=_I64)
         return _wrap(r, dtype)
     v = np.asarray(x) != 0
     if op == "Max":
@@ -96,7 +102,7 @@ def _reduce(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
     axes = {a % rank for a in attrs["axes"]}  # NumPy: a negative axis counts from the end
     if len(axes) != len(attrs["axes"]):
         raise ValueError(f"axes {show(attrs['axes'])} repeat an axis")
-    if dt is not None and dt not in FLOAT_DTYPES and (op == "Mean" or (op == "Sum" and dt == "bool")):
+    if dt is not None and dt not in FLOAT_DTYPES and (op == "Mean" or (op in ("Sum", "Prod") and dt == "bool")):
         raise ValueError(f"{op} on {dt}: Cast to a float dtype first")
     if attrs.get("keep_dim", False):
         return tuple(1 if i in axes else d for i, d in enumerate(shape)), dt

@@ -16,13 +16,15 @@ from . import activations, batchnorm, conv, forward, index, mse, norm, parametri
 from . import attention, groupnorm, indexing, scatter
 from . import math, math_kinds
 from . import loss
+from . import reductions
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
                                + index.RULES + norm.RULES + parametrised.RULES + slicing.RULES + pool.RULES
                                + conv.RULES + attention.RULES
                                + indexing.RULES + scatter.RULES + groupnorm.RULES + math.RULES
-                               + math_kinds.RULES + loss.RULES)
+                               + math_kinds.RULES + loss.RULES
+                               + reductions.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

@@ -42,6 +42,8 @@ from ..egraph import language
 from ..evaluate import apply
 from . import ALL_RULES
 from .approximations import ATAN_MAX_ABS_ERROR, ERF_MAX_ABS_ERROR
+from .approx_erfc import ERFC_MAX_REL_ERROR
+from .approx_erfinv import ERFINV_MAX_REL_ERROR
 from .domains import BN_EPS, DTYPES, EPS, FLOOR, SCALES, TINY, UNDERFLOW_X, domain, lhs_ctor, lhs_kind, round_to
 from .domains import GROUP_SCALES
 from .dsl import App, Lit, Rule, Term, Var
@@ -57,14 +59,16 @@ from ..opdefs.binary_math import LOGICAL_OPS
 # < 10 in bf16). 32 eps covers that with a margin and still fails any wrong
 # formula (a wrong sign or factor is an error of order 1 = 2^23 eps in f32).
 DEFAULT_BOUND = 32.0
-# Approximations (erf, atan): their measured absolute error in d (approximations.py),
-# in eps(d), plus the rounding bound.
-_APPROX = {"erf-lower": ERF_MAX_ABS_ERROR, "atan-lower": ATAN_MAX_ABS_ERROR}
+# Approximations (erf, atan; erfinv, erfc): their measured absolute error in d (approximations.py;
+# erfinv's and erfc's relative error, approx_erfinv.py, approx_erfc.py: the scale is |ref|), in eps(d),
+# plus the rounding bound.
+_APPROX = {"erf-lower": ERF_MAX_ABS_ERROR, "atan-lower": ATAN_MAX_ABS_ERROR, "erfinv-lower": ERFINV_MAX_REL_ERROR,
+           "erfc-lower": ERFC_MAX_REL_ERROR}
 
 
 # the accumulating index ops: their value is x plus sums of values; the scale is the op applied to the
 # magnitudes of its float inputs (the indices as they are), the condition of those sums
-_ACCUMULATING = frozenset({"ScatterAddAt", "IndexPut", "IndexPut2", "IndexPut3", "ScatterReduce"})
+_ACCUMULATING = frozenset({"ScatterAddAt", "IndexPut", "IndexPut2", "IndexPut3", "ScatterReduce", "Scan"})
 # ops whose value is a sum of terms dy * (a weight >= 0): their scale is the op applied to |dy|
 _LINEAR_IN_DY = frozenset({"MaxPool2dBackward", "AvgPool2dBackward", "AdaptiveAvgPool2dBackward"})
 
@@ -165,7 +169,7 @@ def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray, dtype: str) -> n
             return np.sum(np.abs(f["dy"] * (f["x"] - f["mean"])), axis=0) / np.sqrt(f["var"] + BN_EPS)
         if label == "BnBwdBeta":
             return np.sum(np.abs(f["dy"]), axis=0)
-        if label == "LogSoftmax":
+        if label in ("LogSoftmax", "LogCumSumExp"):
             # a log-probability: an absolute error e in y is a relative error e in exp(y)
             return np.maximum(np.abs(ref), 1.0)
         if label == "LogSoftmaxBwd":
@@ -276,7 +280,7 @@ def format_table(results: Sequence[CheckResult]) -> str:
         lines.append(f"{name:<{width}}  " + "  ".join(cells) + "  " + status)
     lines.append("")
     lines.append("worst error of the expansion in eps(dtype) [the fused op rounded once, for comparison];")
-    lines.append(f"bound {DEFAULT_BOUND:g} eps, plus the stated error of the erf/atan approximations")
+    lines.append(f"bound {DEFAULT_BOUND:g} eps, plus the stated error of the erf/atan/erfinv approximations")
     if wides:
         lines.append("<d> via f32: the expansion computed in f32 and rounded once to d (what a lowered f16/bf16 graph")
         lines.append(f"computes), in eps(d); it fails where worse than the fused op by more than {HALF_MARGIN:g} eps(d)")

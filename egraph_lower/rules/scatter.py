@@ -19,7 +19,11 @@ s is src, or src sliced to the index's shape (`-cut`).
 - `scatter-reduce-mean-self`, `scatter-reduce-mean`: the one-hot sum over the count, counted as the sum of
   src^0 (1 for every value, NaN and infinities included: a 1 in src's dtype without a Cast). For float
   dtypes: the importer maps an integer mean (floor division) only where the backend runs ScatterReduce.
-- prod has no expansion (the format has no product reduction): only a backend with the kernel runs it.
+- `scatter-reduce-prod-self`: the one-hot product prod_q where(onehot, src_q, 1) where written, x
+  multiplied into the factor of the last q writing p (`sel`), so that x is in the one reduction: x
+  times a product taken first overflows f16 where the whole product does not (rules --check found it);
+  x where nothing is written. `scatter-reduce-prod`: without include_self, the product alone where
+  written, else x (`Reduce{Prod}`, format version 3).
 """
 
 from __future__ import annotations
@@ -76,4 +80,11 @@ RULES: tuple[Rule, ...] = (
     + _cut("scatter-reduce-amin-self", "scatter_reduce(amin, include_self) = min(x, min_q where(onehot, src_q, x_p))",
            "(ScatterReduce.amin 1 {fields} x index src)",
            "(min x (Reshape xshape (Reduce.Min paxes 0 (where onehot {s} (Reshape nshape x)))))", _BASE)
+    + _cut("scatter-reduce-prod-self", "scatter_reduce(prod, include_self)_p = prod_q where(onehot, src_q, 1), the "
+           "last q writing p's factor times x_p, where written, else x_p", "(ScatterReduce.prod 1 {fields} x index src)",
+           "(Reshape xshape (where (>= last 0) (Reduce.Prod paxes 0 (where sel (* {s} (Reshape nshape x)) "
+           "(where onehot {s} 1))) (Reshape flat x)))", _LAST)
+    + _cut("scatter-reduce-prod", "scatter_reduce(prod, not include_self)_p = prod_q where(onehot, src_q, 1) where "
+           "written, else x_p", "(ScatterReduce.prod 0 {fields} x index src)",
+           "(Reshape xshape (where (>= last 0) (Reduce.Prod paxes 0 (where onehot {s} 1)) (Reshape flat x)))", _LAST)
 )

@@ -122,9 +122,10 @@ def _flip(ctx: Context, a: dict[str, Any]) -> int:
     return x
 
 
-def _scatter_operands(ctx: Context, a: dict[str, Any], src: int) -> tuple[int, int, int, int]:
-    """(x, index, src, axis) with 0-d operands as [1] (aten takes them as one position)."""
-    x = _rank1(ctx, ctx.cast(ctx.t(a["self"]), ctx.out_dtype()))
+def _scatter_operands(ctx: Context, a: dict[str, Any], src: int, dtype: str | None = None) -> tuple[int, int, int, int]:
+    """(x in `dtype` (the result's: None), index, src, axis) with 0-d operands as [1] (aten takes them as one
+    position)."""
+    x = _rank1(ctx, ctx.cast(ctx.t(a["self"]), dtype or ctx.out_dtype()))
     return x, _rank1(ctx, ctx.t(a["index"])), _rank1(ctx, src), int(a["dim"]) % len(ctx.shape(x))
 
 
@@ -135,14 +136,15 @@ def _reshaped(ctx: Context, nid: int) -> int:
 
 @handles("scatter.src", "scatter.value")
 def _scatter(ctx: Context, a: dict[str, Any]) -> int:
-    dt = ctx.out_dtype()
+    out = ctx.out_dtype()
+    dt = "i32" if out == "bool" else out
     if "src" in a:
         src = ctx.cast(ctx.t(a["src"]), dt)
     else:  # a scalar value: the src of the index's shape holding it
         index_shape = ctx.shape(ctx.t(a["index"]))
-        src = ctx.expand(ctx.const(a["value"], dt), index_shape)
-    x, index, src, axis = _scatter_operands(ctx, a, src)
-    return _reshaped(ctx, ctx.add("Scatter", (x, index, src), {"axis": axis}))
+        src = ctx.expand(ctx.const(int(bool(a["value"])) if out == "bool" else a["value"], dt), index_shape)
+    x, index, src, axis = _scatter_operands(ctx, a, src, dt)
+    return ctx.cast(_reshaped(ctx, ctx.add("Scatter", (x, index, src), {"axis": axis})), out)
 
 
 @handles("scatter_reduce.two")

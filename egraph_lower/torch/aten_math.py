@@ -8,7 +8,8 @@ in tests/test_math.py).
   gives NaN). Operands are cast to the result's dtype first (a float bound of an integer tensor
   makes a float result, as torch promotes). aten's clamp backward is primitives (`ge`, `le`,
   `logical_and`, `where`).
-- `isnan(x)`: `Compare{Ne}(x, x)`, IEEE's definition (false on integers and bool).
+- `isnan(x)`: `Compare{Ne}(x, x)`, IEEE's definition (false on integers and bool); `isinf(x)`:
+  `Compare{Eq}(Abs(x), inf)` (false on integers and bool).
 - `logical_and/or/xor(a, b)`: each operand as `Cast{to: bool}` (nonzero, NaN included, is true:
   torch's), `Binary{And|Or|Xor}`, cast to the result's dtype.
 - `bitwise_and/or/xor` (tensor or scalar other): `Binary{And|Or|Xor}` in the result's dtype
@@ -18,7 +19,8 @@ in tests/test_math.py).
   in the result's dtype, torch's conventions (opdefs/binary_math.py). `div(rounding_mode='floor')`
   is FloorDiv, `'trunc'` on floats `Activation{Trunc}` of the Div (torch rounds the quotient first:
   aten.py).
-- `sinh cosh asinh acosh atanh exp2 expm1 log1p trunc fix`: `Activation{Sinh ... Trunc}`; their
+- `sinh cosh asinh acosh atanh exp2 expm1 log1p trunc fix log2 log10 asin acos erfinv erfc`:
+  `Activation{Sinh ... Trunc, Log2, Log10, Asin, Acos, Erfinv, Erfc}`; their
   backward is primitives in aten (cosh, sinh, mul, ...).
 - `empty_like`, `empty_permuted`, `empty.memory_format`, `new_empty`, `empty_strided`: a `Constant` 0
   of the result's shape and dtype (an empty tensor's contents are unspecified; what reads it has
@@ -78,6 +80,18 @@ def _isnan(ctx: Context, a: dict[str, Any]) -> int:
     return ctx.cast(ctx.add("Compare", (x, x), {"op": "Ne"}), ctx.out_dtype())
 
 
+@handles("isinf.default")
+def _isinf(ctx: Context, a: dict[str, Any]) -> int:
+    """|x| == inf on floats (`Compare{Eq}` of `Abs`, both infinities and nothing else); false on integers
+    and bool."""
+    shape, dt = ctx.out()
+    x = ctx.t(a["self"])
+    if ctx.dtype(x) not in FLOAT_DTYPES:
+        return ctx.const(False, dt, shape)
+    inf = ctx.const(float("inf"), ctx.dtype(x))
+    return ctx.cast(ctx.add("Compare", (ctx.add("Activation", (x,), {"kind": "Abs"}), inf), {"op": "Eq"}), dt)
+
+
 _LOGICAL = {"and": "And", "or": "Or", "xor": "Xor"}
 
 
@@ -129,7 +143,9 @@ for _op, _names in _BINARY_MATH:
 # --------------------------------------------------------------------------- version 3's activation kinds
 
 _KINDS = {"sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh", "exp2": "Exp2",
-          "expm1": "Expm1", "log1p": "Log1p", "trunc": "Trunc", "fix": "Trunc"}
+          "expm1": "Expm1", "log1p": "Log1p", "trunc": "Trunc", "fix": "Trunc",
+          "log2": "Log2", "log10": "Log10", "asin": "Asin", "acos": "Acos", "erfinv": "Erfinv",
+          "erfc": "Erfc"}
 for _name, _kind in _KINDS.items():
     handles(f"{_name}.default")(_activation(_kind))
 

@@ -8,7 +8,8 @@
   and its `_functional` and `no_stats` forms, `native_batch_norm`): BatchNormTraining, saved mean
   `Reduce{Mean}` [C] and saved invstd `InvStd` [C]. The functional form's updated running statistics are
   computed here as torch does: (1 - momentum) * running + momentum * batch, the variance unbiased
-  (n / (n - 1)) from the batch's own mean((x - mean)^2). They are a few Binary/Reduce nodes of the same
+  (n / (n - 1)) from the batch's own mean((x - mean)^2), in float32 for half precision and rounded once
+  into each buffer's dtype (eager's CPU kernel accumulates them in float32). They are a few Binary/Reduce nodes of the same
   graph, so the forward stays one piece. Eval mode (running statistics): BatchNormInference, without
   `axis` on [N, C] (version 1's last axis: such graphs stay version-1 documents), with `axis: 1` on
   higher ranks.
@@ -103,13 +104,24 @@ def _channels(ctx: Context, x: int) -> tuple[int, list[int]]:
     return shape[1], [i for i in range(len(shape)) if i != 1]
 
 
-def _running(ctx: Context, running: Any, batch: int, momentum: float, dt: str, index: int) -> int:
-    """(1 - momentum) * running + momentum * batch, in the running statistic's dtype."""
-    rdt = ctx.out(index)[1]
-    r = ctx.cast(ctx.t(running), rdt)
-    old = ctx.add("Binary", (r, ctx.const(1.0 - momentum, rdt)), {"op": "Mul"})
-    new = ctx.add("Binary", (ctx.cast(batch, rdt), ctx.const(momentum, rdt)), {"op": "Mul"})
-    return ctx.add("Binary", (old, new), {"op": "Add"})
+_HALF = ("f16", "bf16")
+
+
+def _stats_dtype(*dts: str) -> str:
+    """The dtype the running statistics are computed in: float32 for half precision (as eager's CPU kernel
+    accumulates them), else the widest of the given dtypes."""
+    wide = [d for d in dts if d not in _HALF]
+    return "f64" if "f64" in wide else "f32"
+
+
+def _running(ctx: Context, running: Any, batch: int, momentum: float, index: int) -> int:
+    """(1 - momentum) * running + momentum * batch, computed in `batch`'s dtype (float32 or wider) and
+    rounded once into the running statistic's dtype."""
+    rdt, cdt = ctx.out(index)[1], ctx.dtype(batch)
+    r = ctx.cast(ctx.t(running), cdt)
+    old = ctx.add("Binary", (r, ctx.const(1.0 - momentum, cdt)), {"op": "Mul"})
+    new = ctx.add("Binary", (batch, ctx.const(momentum, cdt)), {"op": "Mul"})
+    return ctx.cast(ctx.add("Binary", (old, new), {"op": "Add"}), rdt)
 
 
 def _bn_training(ctx: Context, a: dict[str, Any], functional: bool) -> tuple[Any, ...]:
@@ -131,12 +143,17 @@ def _bn_training(ctx: Context, a: dict[str, Any], functional: bool) -> tuple[Any
     n = math.prod(ctx.shape(x)) // max(c, 1)
     if n < 2:
         raise ctx.refuse(f"training-mode batch norm over {n} value per channel (the unbiased variance needs 2)")
+    # in float32 for half precision, rounded once into each buffer's dtype (eager's CPU kernel: a half
+    # constant n / (n - 1) and half intermediates would round several times, 4/3 to 1.3359375 in bf16)
+    sdt = _stats_dtype(dt, ctx.out(3)[1], ctx.out(4)[1])
+    xs = ctx.cast(x, sdt)
+    smean = ctx.add("Reduce", (xs,), {"op": "Mean", "axes": others})
     cshape = [c] + [1] * (len(ctx.shape(x)) - 2)
-    d = ctx.add("Binary", (x, ctx.add("Reshape", (mean,), {"shape": cshape})), {"op": "Sub"})
+    d = ctx.add("Binary", (xs, ctx.add("Reshape", (smean,), {"shape": cshape})), {"op": "Sub"})
     var = ctx.add("Reduce", (ctx.add("Binary", (d, d), {"op": "Mul"}),), {"op": "Mean", "axes": others})
-    unbiased = ctx.add("Binary", (var, ctx.const(n / (n - 1), dt)), {"op": "Mul"})
-    out.append(_running(ctx, a["running_mean"], mean, float(momentum), dt, 3))
-    out.append(_running(ctx, a["running_var"], unbiased, float(momentum), dt, 4))
+    unbiased = ctx.add("Binary", (var, ctx.const(n / (n - 1), sdt)), {"op": "Mul"})
+    out.append(_running(ctx, a["running_mean"], smean, float(momentum), 3))
+    out.append(_running(ctx, a["running_var"], unbiased, float(momentum), 4))
     return tuple(out)
 
 

@@ -25,7 +25,7 @@ FORMAT_TO_TORCH: dict[str, torch.dtype] = {v: k for k, v in TORCH_TO_FORMAT.item
 class UnsupportedOp(LowerError):
     """An FX node the importer cannot map onto the format with the same meaning.
 
-    `op` names the aten op (`aten.cumsum.default`), `node` the FX node's name;
+    `op` names the aten op (`aten.lgamma.default`), `node` the FX node's name;
     the message says why. The caller decides: the torch.compile backend runs
     such graphs (or the ops) in PyTorch as they are.
     """

@@ -234,7 +234,7 @@ def _direct(node: Node, inputs: list[Node], ins: tuple[fx.Node, ...]) -> Emit | 
         return lambda g: ins[0]
     if op == "Cast" and a["to"] in FLOAT_DTYPES and inputs[0].dtype in FLOAT_DTYPES:
         return lambda g: g.call_method("to", (ins[0], FORMAT_TO_TORCH[a["to"]]))
-    if op == "Reduce" and floats and inputs[0].shape:
+    if op == "Reduce" and floats and inputs[0].shape and a["op"] in _REDUCE:
         rank = len(inputs[0].shape)
         dims = tuple(sorted({d % rank for d in a["axes"]}))
         if dims and all(inputs[0].shape[d] > 0 for d in dims):

@@ -49,6 +49,7 @@ from .kernels_loss import (binary_cross_entropy, binary_cross_entropy_backward, 
 from .kernels_indexing import flip, index, index2, index3, index_put, index_put2, index_put3, scatter, scatter_reduce
 from .kernels_math import binary_new
 from ..opdefs.binary_math import NEW_OPS as NEW_BINARY_OPS
+from .kernels_reduce import arg_reduce, arg_scan, log_cum_sum_exp, prod, scan, var
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -78,6 +79,7 @@ __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", 
 __all__ += ["group_norm", "group_norm_backward_input", "group_norm_backward_weight"]
 __all__ += ["binary_cross_entropy", "binary_cross_entropy_backward", "huber_loss", "huber_loss_backward",
             "smooth_l1_loss", "smooth_l1_loss_backward", "soft_margin_loss", "soft_margin_loss_backward"]
+__all__ += ["var", "arg_reduce", "scan", "log_cum_sum_exp", "arg_scan"]
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -174,6 +176,8 @@ def reduce(x: Tensor, op: str, axes: Sequence[int], keep_dim: bool = False) -> T
     if not dims:
         return x
     count = math.prod(x.shape[d] for d in dims)
+    if op == "Prod":
+        return prod(x, dims, keep_dim)
     if x.dtype == torch.bool:
         fn = torch.any if op == "Max" else torch.all
         return fn(x, dim=dims, keepdim=keep_dim)

@@ -46,6 +46,11 @@ class TorchOps:
     atanh = staticmethod(torch.atanh)
     exp2 = staticmethod(torch.exp2)
     trunc = staticmethod(torch.trunc)
+    log2 = staticmethod(torch.log2)
+    log10 = staticmethod(torch.log10)
+    asin = staticmethod(torch.asin)
+    acos = staticmethod(torch.acos)
+    erfinv = staticmethod(torch.erfinv)
 
     def __init__(self, like: Tensor) -> None:
         self.dtype, self.device = like.dtype, like.device

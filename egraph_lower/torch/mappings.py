@@ -1,6 +1,7 @@
 """Every aten mapping, registered: importing this module fills `registry.HANDLERS` with the handlers
 of `aten.py` and of each family's module (softmax and MSE, index ops and losses, normalization,
-parametrised activations and slicing, pooling, convolution, attention, masks and ranges)."""
+parametrised activations and slicing, pooling, convolution, attention, masks and ranges, elementwise
+math, reductions and scans)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from . import aten, aten_acts, aten_attention, aten_conv, aten_index, aten_masks
 from . import aten_groupnorm, aten_indexing
 from . import aten_math
 from . import aten_loss
+from . import aten_reduce
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
 
 __all__ = ["HANDLERS", "get_attr"]
 FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool,
-            aten_softmax, aten_indexing, aten_groupnorm, aten_math, aten_loss)  # registered by importing them
+            aten_softmax, aten_indexing, aten_groupnorm, aten_math, aten_loss,
+            aten_reduce)  # registered by importing them

@@ -150,15 +150,14 @@ _NUMBER = (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
 
 def specialise(gm: fx.GraphModule, args: Sequence[Any]) -> tuple[fx.GraphModule, list[Any],
                                                                     dict[int, Any]]:
-    """`gm` specialised to the sizes of `args` (see the module's docstring), the fake arguments it was
-    propagated with, and the numbers it returns (result position -> value: the graph returns None
+    """`gm` specialised to the sizes of `args` (see the module's docstring), the fake arguments its
+    placeholders stand for, and the numbers it returns (result position -> value: the graph returns None
     there)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
     graph = fx.Graph()
     graph.output(graph.graph_copy(gm.graph, {}))  # the nodes with a copy of their meta; the output
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     if _substitute(graph, args, mode):  # the placeholders' values are the arguments' fakes
         fakes = [n.meta["val"] if isinstance(a, torch.Tensor) else a

@@ -78,8 +78,16 @@ def x_domain(dtype: str, kind: str = "") -> np.ndarray:
     if kind in ("Tan", ""):
         poles = np.array([k * math.pi / 2 for k in (-5, -3, -1, 1, 3, 101)])
         pts.append(np.concatenate([poles * (1 + s * m * eps) for s in (1, -1) for m in (0, 1, 3, 16)]))
-    if kind in ("Log", "Sqrt", "Rsqrt", "Recip"):
+    if kind in ("Log", "Sqrt", "Rsqrt", "Recip", "Log2", "Log10"):
         pts.append(np.logspace(-40, 38, 157))
+    if kind in ("Log2", "Log10"):  # exact powers of the base
+        pts.append(np.array([b ** k for b in (2.0, 10.0) for k in range(-30, 31)]))
+    if kind == "Erfc":  # the tail down to underflow, and the clamp
+        pts.append(np.concatenate([np.linspace(-30.0, 30.0, 2401), np.array([28.0, 27.9, 26.5, 10.0, 9.2, 3.9])]))
+    if kind in ("Asin", "Acos", "Erfinv"):  # near +-1, where the root is small and erfinv's tail
+        near = np.array([1 - m * eps for m in (0.5, 1, 2, 3, 8, 64, 1024)] + [1 - 10.0 ** -k for k in range(1, 16)]
+                        + [1 - 2.0 ** -k for k in range(1, 54)])
+        pts.append(np.concatenate([near, -near, np.linspace(-1, 1, 401)]))
     x = np.concatenate(pts)
     with np.errstate(all="ignore"):
         xd = round_to(x, dtype).astype(np.float64)
