@@ -81,10 +81,15 @@ CHANGED: dict[str, Case] = {
                              {"axis": 0, "accumulate": True}),
     "scatter_reduce": lambda r: (K.scatter_reduce, (r(4, 5), _ints(4, 40, 5), r(40, 5)),
                                  {"axis": 0, "reduce": "mean", "include_self": True}),
+    "scan": lambda r: (K.scan, (r(30, 200).abs() * 0.1 + 0.95,), {"op": "Mul", "axis": 1}),
+    "prod": lambda r: (K.prod, (r(30, 200).abs() * 0.1 + 0.95,), {"axes": [1]}),
 }
 
 FINE: dict[str, Case] = {
     "reduce": lambda r: (K.reduce, (r(7, 500),), {"op": "Sum", "axes": [1]}),
+    "scan_add": lambda r: (K.scan, (r(30, 200),), {"op": "Add", "axis": 0}),
+    "var": lambda r: (K.var, (r(30, 200),), {"axes": [1], "correction": 1.0}),
+    "log_cum_sum_exp": lambda r: (K.log_cum_sum_exp, (r(30, 200),), {"axis": 1}),
     "reduce_mean": lambda r: (K.reduce, (r(70, 50),), {"op": "Mean", "axes": [0, 1]}),
     "softmax_backward": lambda r: (K.softmax_backward, (torch.softmax(r(300, 7), 0), r(300, 7)), {"axis": 0}),
     "log_softmax_backward": lambda r: (K.log_softmax_backward, (torch.log_softmax(r(7, 300), 1), r(7, 300)),
