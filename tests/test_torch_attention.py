@@ -144,8 +144,17 @@ def test_half_precision_keeps_the_lse_in_f32() -> None:
     graph = elt.import_graph(gm).graph
     lse = [n for n in graph.nodes if n.op == "AttentionLogSumExp"]
     assert [n.dtype for n in lse] == ["f32"]
-    # bf16: a gradient may round to the neighbour of torch's (the lse is computed apart from the kernel's)
-    assert _round_trip(f, q, k, v, dy, rtol=2e-2, atol=2e-3)
+    # bf16: the lowered kernels compute in float32 and round once (kernels_half.in_float32_as), torch's bf16
+    # flash backward rounds its intermediates: each output is to be no further from float64 than eager's
+    # (here dq: 0.0039 against eager's 0.0082), plus an ulp of the largest value
+    imported = elt.import_graph(gm)
+    exported = elt.export_graph(imported.graph, imported.signature)
+    want, got = gm(q, k, v, dy), exported(q, k, v, dy)
+    ref = f(*(t.double() for t in (q, k, v, dy)))
+    for w, g, r in zip(want, got, ref):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        ulp = torch.finfo(w.dtype).eps * float(r.abs().max())
+        assert float((g.double() - r).abs().max()) <= float((w.double() - r).abs().max()) + ulp
 
 
 def test_dropout_is_refused_with_a_reason() -> None:

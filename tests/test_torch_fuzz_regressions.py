@@ -300,5 +300,5 @@ def test_a_bf16_eval_batch_norm_run_as_a_kernel_rounds_once(target: str) -> None
     an eval batch norm as its kernel (wgpu expands it), and the torch kernel standing in for it computed
     in bf16, rounding five times: the gradients before it, noise about 0 made of O(1) terms, came out 2 to
     3 times eager's noise from float64. The norm kernels now compute half in float32 and round once
-    (`kernels_norm._in_float32`); metal's gradients are then eager's, bit for bit."""
+    (`kernels_half.in_float32`); metal's gradients are then eager's, bit for bit."""
     _assert_matches(_HALF_EVAL_BATCH_NORM, target)

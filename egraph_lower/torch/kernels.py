@@ -11,7 +11,8 @@ evaluator (`egraph_lower.evaluate`): the spec's conventions where a derivative i
 defined, `f'(nan) = nan` for every kind, integer Div truncating (x / 0 = 0), Cast
 truncating and saturating, Reduce over no axes the identity. Values are computed in
 the node's dtype (a backend's kernel would), not in float64 as the evaluator does; the
-activation kernels of f16/bf16 compute in float32 and round once, as PyTorch's do.
+kernels of f16/bf16 compute in float32 and round once, as a backend's fused kernel and PyTorch's
+do (`kernels_half.in_float32`, where torch's own half kernel would round more than once).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from torch import Tensor
 
 from ..opdefs import OPDEFS
 from .common import FORMAT_TO_TORCH
+from .kernels_half import in_float32
 from .kernels_acts import TorchOps, activation, activation_backward, relu_backward
 from .kernels_attention import (attention, attention_backward_key, attention_backward_query, attention_backward_value,
                                 attention_lse, safe_softmax)
@@ -198,6 +200,7 @@ def reduce(x: Tensor, op: str, axes: Sequence[int], keep_dim: bool = False) -> T
     return _int_div(s, torch.tensor(count, dtype=s.dtype, device=s.device)).to(x.dtype)
 
 
+@in_float32  # torch's float16 CPU matmul is not its float32 result rounded once (its bfloat16 one is)
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     if a.dtype == torch.bool:
         return torch.matmul(a.long(), b.long()) != 0

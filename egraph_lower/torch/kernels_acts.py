@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from ..opdefs import kinds as K
+from .kernels_half import HALF
 
 
 class TorchOps:
@@ -83,13 +84,10 @@ class TorchOps:
         return torch.full_like(x, v)
 
 
-_HALF = (torch.float16, torch.bfloat16)
-
-
 def _wide(t: Tensor) -> Tensor:
     """f16/bf16 as f32: an activation kernel computes in float32 and rounds once, as PyTorch's do
     (the formulas evaluated in the low dtype round every intermediate)."""
-    return t.float() if t.dtype in _HALF else t
+    return t.float() if t.dtype in HALF else t
 
 
 def activation(x: Tensor, kind: str, **params: float) -> Tensor:

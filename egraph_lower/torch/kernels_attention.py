@@ -1,9 +1,11 @@
 """The attention ops (opdefs/attention.py) as PyTorch functions, with the format's semantics.
 
-Computed in the tensors' dtype through torch's own kernels: `Attention` and `AttentionLogSumExp` are
-torch's flash attention for CPU where it applies (4-d, E == Ev; its output on a fully masked row is 0,
-as the format's), the backward ops its backward kernel. Elsewhere (another rank, E != Ev) the same
-math in plain torch ops, f16/bf16 in float32 rounded once.
+`Attention` is torch's flash attention for CPU where it applies (4-d, E == Ev; its output on a fully
+masked row is 0, as the format's), the query and key gradients its backward kernel. Elsewhere (another
+rank, E != Ev), and for the log-sum-exp and the value gradient, the same math in plain torch ops.
+f16/bf16 are computed in float32 and rounded once to q's dtype (`in_float32_as`: the lse may be float32;
+torch's half flash kernels round the probabilities before multiplying by V, and the backward's
+intermediates).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import math
 
 import torch
 from torch import Tensor
+
+from .kernels_half import in_float32, in_float32_as
 
 _FLASH = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 _FLASH_BWD = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
@@ -47,6 +51,7 @@ def _probs(q: Tensor, k: Tensor, mask: Tensor, scale: float, causal: bool) -> tu
     return p, (m + torch.log(torch.clamp(z, min=1.0)))[..., 0]
 
 
+@in_float32_as("q")
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: float | None = None,
               causal: bool = False) -> Tensor:
     s = _scale(q, scale)
@@ -77,11 +82,13 @@ def _grads(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, out: Tensor, lse: Tens
     return dq.to(q.dtype), dk.to(q.dtype), dv.to(q.dtype)
 
 
+@in_float32_as("q")
 def attention_backward_query(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, out: Tensor, lse: Tensor, dy: Tensor,
                              scale: float | None = None, causal: bool = False) -> Tensor:
     return _grads(q, k, v, mask, out, lse, dy, scale, causal)[0]
 
 
+@in_float32_as("q")
 def attention_backward_key(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, out: Tensor, lse: Tensor, dy: Tensor,
                            scale: float | None = None, causal: bool = False) -> Tensor:
     return _grads(q, k, v, mask, out, lse, dy, scale, causal)[1]
@@ -94,5 +101,6 @@ def attention_backward_value(q: Tensor, k: Tensor, mask: Tensor, lse: Tensor, dy
     return (p.transpose(-1, -2) @ dy.to(p.dtype)).to(q.dtype)
 
 
+@in_float32
 def safe_softmax(x: Tensor, axis: int) -> Tensor:
     return torch.ops.aten._safe_softmax(x, axis)

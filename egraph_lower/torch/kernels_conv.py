@@ -2,7 +2,9 @@
 convolution and convolution backward kernels for Conv2d, ConvTranspose2d and the gradients, and the
 layout ops the convolution rules expand into (Im2Col, Conv2dFlipWeight, Conv2dDilatePad,
 Conv2dColumns, Conv2dWeightMatrix, Conv2dMergeGroups) in plain torch ops (unfold, flips, reshapes,
-a scatter into zeros).
+a scatter into zeros). The convolutions and their gradients compute f16/bf16 in float32 and round once
+(`in_float32`: torch's float16 CPU kernels are not their float32 result rounded once, the gradients by
+several ulp; its bfloat16 convolution is).
 """
 
 from __future__ import annotations
@@ -14,12 +16,16 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from .kernels_half import in_float32
 
+
+@in_float32
 def conv2d(x: Tensor, w: Tensor, stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
            groups: int) -> Tensor:
     return torch.nn.functional.conv2d(x, w, None, list(stride), list(padding), list(dilation), groups)
 
 
+@in_float32
 def conv2d_backward_input(dy: Tensor, w: Tensor, stride: Sequence[int], padding: Sequence[int],
                           dilation: Sequence[int], groups: int, input_shape: Sequence[int]) -> Tensor:
     x = torch.empty(tuple(input_shape), dtype=dy.dtype, device=dy.device)
@@ -27,6 +33,7 @@ def conv2d_backward_input(dy: Tensor, w: Tensor, stride: Sequence[int], padding:
                                                [0, 0], groups, [True, False, False])[0]
 
 
+@in_float32
 def conv_transpose2d(dy: Tensor, w: Tensor, stride: Sequence[int], padding: Sequence[int],
                      dilation: Sequence[int], groups: int, output_shape: Sequence[int]) -> Tensor:
     extra = [output_shape[2 + i] - ((dy.shape[2 + i] - 1) * stride[i] - 2 * padding[i]
@@ -35,6 +42,7 @@ def conv_transpose2d(dy: Tensor, w: Tensor, stride: Sequence[int], padding: Sequ
                                                 list(dilation))
 
 
+@in_float32
 def conv2d_backward_weight(x: Tensor, dy: Tensor, stride: Sequence[int], padding: Sequence[int],
                            dilation: Sequence[int], groups: int, weight_shape: Sequence[int]) -> Tensor:
     w = torch.empty(tuple(weight_shape), dtype=dy.dtype, device=dy.device)

@@ -1,4 +1,5 @@
-"""The group-norm ops (opdefs/groupnorm.py) as PyTorch functions, in the tensors' dtype.
+"""The group-norm ops (opdefs/groupnorm.py) as PyTorch functions; f16/bf16 computed in float32 and
+rounded once, as kernels_norm's (`in_float32`).
 
 Each works on x reshaped to [N, groups, K] (a group is the last axis), with the corrected two-pass
 centring of kernels_norm (`_centred`). `reshape`, not `view`: x may be channels_last, which has no
@@ -10,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .kernels_half import in_float32
 from .kernels_norm import _centred
 
 
@@ -21,6 +23,7 @@ def _grouped(x: Tensor, groups: int) -> Tensor:
     return x.reshape(x.shape[0], groups, -1)
 
 
+@in_float32
 def group_norm(x: Tensor, weight: Tensor, bias: Tensor, groups: int, eps: float) -> Tensor:
     xg = _grouped(x, groups)
     d = _centred(xg, (2,))
@@ -32,6 +35,7 @@ def _xhat(x: Tensor, mean: Tensor, rstd: Tensor, groups: int) -> Tensor:
     return (_grouped(x, groups) - mean[..., None]) * rstd[..., None]
 
 
+@in_float32
 def group_norm_backward_input(x: Tensor, weight: Tensor, mean: Tensor, rstd: Tensor, dy: Tensor,
                               groups: int) -> Tensor:
     xhat = _xhat(x, mean, rstd, groups)
@@ -40,6 +44,7 @@ def group_norm_backward_input(x: Tensor, weight: Tensor, mean: Tensor, rstd: Ten
     return dx.reshape(x.shape)
 
 
+@in_float32
 def group_norm_backward_weight(x: Tensor, mean: Tensor, rstd: Tensor, dy: Tensor, groups: int) -> Tensor:
     t = dy * _xhat(x, mean, rstd, groups).reshape(x.shape)
     return t.sum(dim=(0,) + tuple(range(2, x.dim())))

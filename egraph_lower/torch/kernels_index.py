@@ -3,7 +3,9 @@ ScatterAdd, Take, embeddings, the NLL loss, slicing, padding and concatenation.
 
 Torch's own kernels where one has the format's semantics (indices of any integer dtype are taken
 as int64); a dropout mask is drawn as eager's CPU `native_dropout` draws it; slice bounds are
-clamped as Python's are.
+clamped as Python's are. The NLL loss, its backward and the embedding backward compute f16/bf16 in
+float32 and round once (`in_float32`: torch's half kernels round each weighted term, or each row's
+running sum).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import torch
 from torch import Tensor
 
 from .common import FORMAT_TO_TORCH
+from .kernels_half import in_float32
 
 
 def dropout_mask(like: Tensor | None, shape: Sequence[int], dtype: str, p: float) -> Tensor:
@@ -53,6 +56,7 @@ def embedding(weight: Tensor, indices: Tensor) -> Tensor:
     return torch.nn.functional.embedding(indices.long(), weight)
 
 
+@in_float32
 def embedding_backward(dy: Tensor, indices: Tensor, num_weights: int, padding_idx: int) -> Tensor:
     return torch.ops.aten.embedding_dense_backward(dy, indices.long(), num_weights, padding_idx, False)
 
@@ -72,6 +76,7 @@ def _nll_forward(logp: Tensor, target: Tensor, weight: Tensor, reduction: str,
     return loss, nll_loss_total_weight(target, weight, ignore_index)
 
 
+@in_float32
 def nll_loss(logp: Tensor, target: Tensor, weight: Tensor, reduction: str, ignore_index: int) -> Tensor:
     return _nll_forward(logp, target, weight, reduction, ignore_index)[0]
 
@@ -82,6 +87,7 @@ def nll_loss_total_weight(target: Tensor, weight: Tensor, ignore_index: int) -> 
     return torch.where(valid, w, torch.zeros_like(w)).sum()
 
 
+@in_float32
 def nll_loss_backward(logp: Tensor, dy: Tensor, target: Tensor, weight: Tensor, total_weight: Tensor,
                       reduction: str, ignore_index: int) -> Tensor:
     g = dy / total_weight if reduction == "mean" else dy

@@ -1,6 +1,8 @@
 """The elementwise losses and their backward ops (opdefs/loss.py) as PyTorch functions.
 
-Smooth L1 and Huber are aten's own kernels (the format's semantics are theirs, kinks included).
+Smooth L1 and Huber are aten's own kernels (the format's semantics are theirs, kinks included), f16/bf16
+computed in float32 and rounded once (`in_float32`: aten's half kernels round the elementwise loss
+before reducing it, and Huber's backward rounds twice; smooth L1's backward already rounds once).
 Binary cross entropy and the soft margin loss are written out, computed in float32 for f16/bf16
 and rounded once (as torch's CPU kernels compute half tensors): aten's BCE raises for x outside
 [0, 1], which the format gives as nan, and aten's soft margin loss overflows to inf (its backward
@@ -14,11 +16,12 @@ from torch import Tensor
 
 from ..opdefs.loss import BCE_EPS, LOG_CLAMP
 from ..opdefs.mse import REDUCTIONS
+from .kernels_half import HALF, in_float32
 
 _ENUM = {r: k for k, r in enumerate(REDUCTIONS)}  # torch's Reduction enum: none 0, mean 1, sum 2
-_HALF = (torch.float16, torch.bfloat16)
 
 
+@in_float32
 def smooth_l1_loss(x: Tensor, target: Tensor, reduction: str, beta: float) -> Tensor:
     return torch.ops.aten.smooth_l1_loss(x, target, _ENUM[reduction], beta)
 
@@ -27,16 +30,18 @@ def smooth_l1_loss_backward(x: Tensor, target: Tensor, dy: Tensor, reduction: st
     return torch.ops.aten.smooth_l1_loss_backward(dy, x, target, _ENUM[reduction], beta)
 
 
+@in_float32
 def huber_loss(x: Tensor, target: Tensor, reduction: str, delta: float) -> Tensor:
     return torch.ops.aten.huber_loss(x, target, _ENUM[reduction], delta)
 
 
+@in_float32
 def huber_loss_backward(x: Tensor, target: Tensor, dy: Tensor, reduction: str, delta: float) -> Tensor:
     return torch.ops.aten.huber_loss_backward(dy, x, target, _ENUM[reduction], delta)
 
 
 def _wide(*ts: Tensor) -> list[Tensor]:
-    return [t.float() if t.dtype in _HALF else t for t in ts]
+    return [t.float() if t.dtype in HALF else t for t in ts]
 
 
 def _reduced(loss: Tensor, reduction: str, dtype: torch.dtype) -> Tensor:

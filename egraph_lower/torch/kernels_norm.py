@@ -2,7 +2,7 @@
 inference and training, layer norm, RMS norm, their statistics and backward ops.
 
 Written out in torch ops; for float16 and bfloat16 tensors computed in float32 and rounded once to
-their dtype (`_in_float32`: a backend's fused norm kernel accumulates in float32, as PyTorch's do; in
+their dtype (`kernels_half.in_float32`: a backend's fused norm kernel accumulates in float32, as PyTorch's do; in
 the tensors' dtype a bf16 batch norm rounded five times). The variance is taken of x less its mean, less the
 mean of that again (`_centred`: the second pass removes most of the first mean's rounding error,
 which matters where a large offset sits on a small spread).
@@ -10,32 +10,12 @@ which matters where a large offset sits on a small spread).
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
-_HALF = (torch.float16, torch.bfloat16)
-
-
-def _in_float32(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
-    """`fn` computed in float32 where its tensors are f16/bf16, its result rounded once to the dtype they
-    promote to (what `fn` would have returned computed in them)."""
-    @functools.wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> Tensor:
-        dtypes = [a.dtype for a in (*args, *kwargs.values()) if isinstance(a, Tensor) and a.is_floating_point()]
-        if not any(d in _HALF for d in dtypes):
-            return fn(*args, **kwargs)
-
-        def wide(a: Any) -> Any:
-            return a.float() if isinstance(a, Tensor) and a.dtype in _HALF else a
-
-        out = fn(*map(wide, args), **{k: wide(v) for k, v in kwargs.items()})
-        return out.to(functools.reduce(torch.promote_types, dtypes))
-
-    return run
+from .kernels_half import in_float32
 
 
 def _bn_c(v: Tensor, x: Tensor, axis: int) -> Tensor:
@@ -43,14 +23,14 @@ def _bn_c(v: Tensor, x: Tensor, axis: int) -> Tensor:
     return v.reshape(v.shape + (1,) * (x.dim() - 1 - axis % x.dim()))
 
 
-@_in_float32
+@in_float32
 def batch_norm_inference(x: Tensor, gamma: Tensor, beta: Tensor, mean: Tensor, var: Tensor,
                          eps: float, axis: int = -1) -> Tensor:
     return ((x - _bn_c(mean, x, axis)) / _bn_c(torch.sqrt(var + eps), x, axis) * _bn_c(gamma, x, axis)
             + _bn_c(beta, x, axis))
 
 
-@_in_float32
+@in_float32
 def batch_norm_backward_input(x: Tensor, gamma: Tensor, mean: Tensor, var: Tensor, dy: Tensor,
                               eps: float, axis: int = -1) -> Tensor:
     return (dy * _bn_c(gamma, x, axis) / _bn_c(torch.sqrt(var + eps), x, axis)).expand(x.shape)
@@ -61,14 +41,14 @@ def _all_but(t: Tensor, axis: int) -> Tensor:
     return torch.sum(t, dim=dims) if dims else t
 
 
-@_in_float32
+@in_float32
 def batch_norm_backward_gamma(x: Tensor, mean: Tensor, var: Tensor, dy: Tensor, eps: float,
                               axis: int = -1) -> Tensor:
     t = dy * (x - _bn_c(mean, x, axis)) / _bn_c(torch.sqrt(var + eps), x, axis)
     return _all_but(t, axis).to(dy.dtype)
 
 
-@_in_float32
+@in_float32
 def batch_norm_backward_beta(dy: Tensor, axis: int = -1) -> Tensor:
     return _all_but(dy, axis).to(dy.dtype)
 
@@ -82,14 +62,14 @@ def _centred(x: Tensor, dims: tuple[int, ...]) -> Tensor:
     return d - d.mean(dim=dims, keepdim=True)
 
 
-@_in_float32
+@in_float32
 def inv_std(x: Tensor, axes: Sequence[int], eps: float, keep_dim: bool = False) -> Tensor:
     dims = _dims(x, axes)
     d = _centred(x, dims)
     return torch.rsqrt((d * d).mean(dim=dims, keepdim=keep_dim) + eps)
 
 
-@_in_float32
+@in_float32
 def inv_rms(x: Tensor, axes: Sequence[int], eps: float, keep_dim: bool = False) -> Tensor:
     return torch.rsqrt((x * x).mean(dim=_dims(x, axes), keepdim=keep_dim) + eps)
 
@@ -103,13 +83,13 @@ def _sum(t: Tensor, dims: tuple[int, ...]) -> Tensor:
     return t.sum(dim=dims) if dims else t
 
 
-@_in_float32
+@in_float32
 def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, axis: int, eps: float) -> Tensor:
     dims, _ = _tail(x, axis)
     return _centred(x, dims) * inv_std(x, dims, eps, True) * weight + bias
 
 
-@_in_float32
+@in_float32
 def layer_norm_backward_input(x: Tensor, weight: Tensor, mean: Tensor, rstd: Tensor, dy: Tensor,
                               axis: int) -> Tensor:
     dims, _ = _tail(x, axis)
@@ -117,29 +97,29 @@ def layer_norm_backward_input(x: Tensor, weight: Tensor, mean: Tensor, rstd: Ten
     return rstd * (g - g.mean(dim=dims, keepdim=True) - xhat * (g * xhat).mean(dim=dims, keepdim=True))
 
 
-@_in_float32
+@in_float32
 def layer_norm_backward_weight(x: Tensor, mean: Tensor, rstd: Tensor, dy: Tensor, axis: int) -> Tensor:
     return _sum(dy * ((x - mean) * rstd), _tail(x, axis)[1])
 
 
-@_in_float32
+@in_float32
 def layer_norm_backward_bias(dy: Tensor, axis: int) -> Tensor:
     return _sum(dy, _tail(dy, axis)[1])
 
 
-@_in_float32
+@in_float32
 def rms_norm(x: Tensor, weight: Tensor, axis: int, eps: float) -> Tensor:
     return x * inv_rms(x, _tail(x, axis)[0], eps, True) * weight
 
 
-@_in_float32
+@in_float32
 def rms_norm_backward_input(x: Tensor, weight: Tensor, rstd: Tensor, dy: Tensor, axis: int) -> Tensor:
     dims, _ = _tail(x, axis)
     g, xhat = dy * weight, x * rstd
     return rstd * (g - xhat * (g * xhat).mean(dim=dims, keepdim=True))
 
 
-@_in_float32
+@in_float32
 def rms_norm_backward_weight(x: Tensor, rstd: Tensor, dy: Tensor, axis: int) -> Tensor:
     return _sum(dy * (x * rstd), _tail(x, axis)[1])
 
@@ -153,7 +133,7 @@ def _per_channel(v: Tensor, a: int, ndim: int) -> Tensor:
     return v.reshape(v.shape + (1,) * (ndim - 1 - a))
 
 
-@_in_float32
+@in_float32
 def batch_norm_training(x: Tensor, gamma: Tensor, beta: Tensor, axis: int, eps: float) -> Tensor:
     a, dims = _channel(x, axis)
     return (_centred(x, dims) * inv_std(x, dims, eps, True) * _per_channel(gamma, a, x.dim())
@@ -164,7 +144,7 @@ def _bn_xhat(x: Tensor, mean: Tensor, invstd: Tensor, a: int) -> Tensor:
     return (x - _per_channel(mean, a, x.dim())) * _per_channel(invstd, a, x.dim())
 
 
-@_in_float32
+@in_float32
 def batch_norm_training_backward_input(x: Tensor, gamma: Tensor, mean: Tensor, invstd: Tensor, dy: Tensor,
                                        axis: int) -> Tensor:
     a, dims = _channel(x, axis)
@@ -173,12 +153,12 @@ def batch_norm_training_backward_input(x: Tensor, gamma: Tensor, mean: Tensor, i
     return _per_channel(gamma * invstd, a, x.dim()) * inner
 
 
-@_in_float32
+@in_float32
 def batch_norm_training_backward_gamma(x: Tensor, mean: Tensor, invstd: Tensor, dy: Tensor, axis: int) -> Tensor:
     a, dims = _channel(x, axis)
     return _sum(dy * _bn_xhat(x, mean, invstd, a), dims)
 
 
-@_in_float32
+@in_float32
 def batch_norm_training_backward_beta(dy: Tensor, axis: int) -> Tensor:
     return _sum(dy, _channel(dy, axis)[1])

@@ -1,6 +1,7 @@
 """The pooling ops (opdefs/pool.py) as PyTorch functions: torch's own kernels for max, average and
 adaptive average pooling and their backward ops, and the helpers the pooling rules expand into (the
-one-hot of max pooling's indices, the window weights of average pooling) from `opdefs/pool_math.py`.
+one-hot of max pooling's indices, the window weights of average pooling) from `opdefs/pool_math.py`. The average pooling backward ops compute f16/bf16 in float32 and round
+once (`in_float32`: torch's half kernels round each window's share as they add it).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import torch
 from torch import Tensor
 
 from ..opdefs import pool_math
+from .kernels_half import in_float32
 
 
 def max_pool2d(x: Tensor, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
@@ -47,6 +49,7 @@ def avg_pool2d(x: Tensor, kernel: Sequence[int], stride: Sequence[int], padding:
                                           divisor_override)
 
 
+@in_float32
 def avg_pool2d_backward(dy: Tensor, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
                         input_shape: Sequence[int], ceil_mode: bool = False, count_include_pad: bool = True,
                         divisor_override: int | None = None) -> Tensor:
@@ -59,6 +62,7 @@ def adaptive_avg_pool2d(x: Tensor, output_size: Sequence[int]) -> Tensor:
     return torch.nn.functional.adaptive_avg_pool2d(x, (int(output_size[0]), int(output_size[1])))
 
 
+@in_float32
 def adaptive_avg_pool2d_backward(dy: Tensor, input_shape: Sequence[int]) -> Tensor:
     x = torch.empty(tuple(input_shape), dtype=dy.dtype, device=dy.device)
     return torch.ops.aten._adaptive_avg_pool2d_backward(dy, x)

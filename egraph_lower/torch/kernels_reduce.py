@@ -4,7 +4,8 @@ torch's own kernels have the format's semantics here (checked against the refere
 tests/test_reductions.py): `torch.var` divides by max(n - correction, 0) and computes f16/bf16 in
 float32, rounding once; `torch.argmax`/`argmin` give the first extreme, a NaN counting as both;
 `torch.cumsum`/`cumprod` in the tensor's own dtype (integers wrap as the reference's int64 values
-reduced to the dtype do, f16/bf16 accumulate in float32)."""
+reduced to the dtype do); Scan and Reduce{Prod} compute f16/bf16 in float32 and round once
+(`kernels_half.in_float32`: torch's half cumprod rounds each partial product, its bf16 prod is off too)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from collections.abc import Sequence
 
 import torch
 from torch import Tensor
+
+from .kernels_half import in_float32
 
 
 def _dims(x: Tensor, axes: Sequence[int]) -> tuple[int, ...]:
@@ -43,6 +46,7 @@ def arg_reduce(x: Tensor, op: str, axis: int, keep_dim: bool = False) -> Tensor:
     return fn(x, dim=axis % x.dim(), keepdim=keep_dim)
 
 
+@in_float32  # torch's half cumprod rounds each partial product
 def scan(x: Tensor, op: str, axis: int) -> Tensor:
     if op in ("Max", "Min"):
         return (torch.cummax if op == "Max" else torch.cummin)(x, dim=axis % x.dim()).values
@@ -60,9 +64,10 @@ def log_cum_sum_exp(x: Tensor, axis: int) -> Tensor:
     return torch.logcumsumexp(wide, dim=axis % x.dim()).to(x.dtype)
 
 
+@in_float32  # torch's bfloat16 prod is not its float32 result rounded once
 def prod(x: Tensor, axes: Sequence[int], keep_dim: bool = False) -> Tensor:
-    """Reduce{Prod}: the reduced axes moved last and flattened, one torch.prod (f16/bf16 accumulate in
-    float32 and round once, as the reference)."""
+    """Reduce{Prod}: the reduced axes moved last and flattened, one torch.prod (f16/bf16 in float32, rounded
+    once, as the reference)."""
     dims = _dims(x, axes)
     if not dims:
         return x
