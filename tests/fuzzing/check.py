@@ -4,7 +4,7 @@
 `Outcome.invalid`), then compiled with `egraph_lower.torch.backend(target, keep_in_pytorch=KEEP)`,
 and compares everything the step leaves (`harness.compare`; in half precision against the float64
 step, and where that differs, against a second draw of rounding noise too: the step with each op
-rounded once, `harness.RoundOnce`, in half precision; in float32 the float64 step of data moved by one
+rounded once, `harness.RoundOnce`, in half precision, and in any dtype the float64 step moved by one
 rounding of each op's result, `harness.Jitter`). Where the compiled step differs from
 eager, it runs under `aot_eager` too: what PyTorch's own compiler path does the same way is
 PyTorch's behaviour, not the backend's (it is counted apart, `Outcome.pytorch`).
@@ -99,8 +99,10 @@ def check(program: Program, target: str, eager: tuple[Any, Any] | None = None, b
             diffs = compare(got, want, ref)
         once = None
         if diffs and program.reference:  # eager's luck, a value that cancels, or a difference?
-            once = (run(ns["make"], ns["step"], once=True) if program.half
-                    else run(ns["make"], ns["step"], double=True, jitter=torch.finfo(torch.float32).eps / 2))
+            unit = torch.finfo(getattr(torch, program.dtype)).eps / 2  # the dtype's unit roundoff
+            once = [run(ns["make"], ns["step"], double=True, jitter=unit)]
+            if program.half:
+                once.append(run(ns["make"], ns["step"], once=True))
             diffs = compare(got, want, ref, once=once)
         status = "differed" if diffs else "ok"
         if diffs:

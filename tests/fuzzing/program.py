@@ -50,8 +50,9 @@ if __name__ == "__main__":
     import egraph_lower.torch as elt
     want = run(make, step)
     ref = run(make, step, double=True) if REFERENCE else None
-    once = None if not REFERENCE else run(make, step, once=True) if DTYPE in HALF else \
-        run(make, step, double=True, jitter=torch.finfo(torch.float32).eps / 2)
+    once = [run(make, step, double=True, jitter=torch.finfo(DTYPE).eps / 2)] if REFERENCE else None
+    if REFERENCE and DTYPE in HALF:
+        once.append(run(make, step, once=True))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = run(make, step, elt.backend({target!r}, keep_in_pytorch=KEEP))
