@@ -50,6 +50,14 @@ def make():
     return Program(source, dtype, keep, frozenset())
 
 
+def _found(dtype: str, keep: tuple[str, ...], body: str) -> Program:
+    """A program the fuzzer found, as it wrote it: its model and make() (`body`), with the header and
+    the step every program has."""
+    source = (f"DTYPE = torch.{dtype}\nREFERENCE = True  # the same step in float64 is comparable (no dropout"
+              f" masks to draw)\nKEEP = {keep!r}\n\n\n{body.strip()}\n\n\n{STEP}")
+    return Program(source, dtype, keep, frozenset())
+
+
 def _assert_matches(program: Program, target: str) -> None:
     outcome = check(program, target)
     assert outcome.status in ("ok", "pytorch"), f"{outcome.kind}\n" + "\n".join(outcome.detail)
@@ -193,12 +201,7 @@ def test_eval_batch_norm_and_a_float64_scalar_buffer_differ_from_eager_as_aot_ea
     assert outcome.status in ("ok", "pytorch"), f"{outcome.kind}\n" + "\n".join(outcome.detail)
 
 
-_IDENTICAL_SAMPLES = Program('''
-DTYPE = torch.float32
-REFERENCE = True  # the same step in float64 is comparable (no dropout masks to draw)
-KEEP = ('aten.convolution_backward', 'aten.tanh')
-
-
+_IDENTICAL_SAMPLES = _found('float32', ('aten.convolution_backward', 'aten.tanh'), '''
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -228,12 +231,7 @@ def make():
     x0 = torch.randn((1, 3, 5)).to(torch.float32).expand((5, 3, 5))
     return model, (x0,)
 
-
-def step(model, *inputs):
-    results = model(*inputs)
-    results[0].backward()
-    return results
-''', "float32", ("aten.convolution_backward", "aten.tanh"), frozenset())
+''')
 
 
 @pytest.mark.parametrize("target", ["metal", "wgpu"])
@@ -243,17 +241,12 @@ def test_a_batch_of_identical_samples_judged_by_how_far_one_rounding_moves_it(ta
     variance is 0, so each normalised value is (x - mean) / sqrt(eps): eager's CPU kernel accumulates the
     mean in float64 and gets x exactly (0), the lowering's float32 mean is one rounding off, and the
     weight's gradient, made of those values, is 9.4e-5 (float64's 0). No fault of the lowering: the
-    float64 step of data moved by one float32 rounding (`run(jitter=)`) moves it as far, and the checker
-    now takes that as noise too. The value is still judged: `test_torch_fuzz.py` has one it catches."""
+    float64 step with each op's result moved by one random float32 rounding (`Jitter`) moves it as far,
+    and the checker now takes that as noise too. The value is still judged: `test_torch_fuzz.py` has one it catches."""
     _assert_matches(_IDENTICAL_SAMPLES, target)
 
 
-_HALF_EVAL_BATCH_NORM = Program('''
-DTYPE = torch.bfloat16
-REFERENCE = True  # the same step in float64 is comparable (no dropout masks to draw)
-KEEP = ('aten.bmm', 'aten.native_batch_norm_backward', 'aten.view')
-
-
+_HALF_EVAL_BATCH_NORM = _found('bfloat16', ('aten.bmm', 'aten.native_batch_norm_backward', 'aten.view'), '''
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -286,12 +279,7 @@ def make():
     x0 = torch.randn((3, 5, 1, 1)).to(torch.bfloat16).transpose(-1, -2).requires_grad_()
     return model, (x0,)
 
-
-def step(model, *inputs):
-    results = model(*inputs)
-    results[0].backward()
-    return results
-''', "bfloat16", ("aten.bmm", "aten.native_batch_norm_backward", "aten.view"), frozenset())
+''')
 
 
 @pytest.mark.parametrize("target", ["metal", "wgpu"])
@@ -304,12 +292,7 @@ def test_a_bf16_eval_batch_norm_run_as_a_kernel_rounds_once(target: str) -> None
     _assert_matches(_HALF_EVAL_BATCH_NORM, target)
 
 
-_BIAS_BEFORE_A_BATCH_NORM = Program('''
-DTYPE = torch.bfloat16
-REFERENCE = True  # the same step in float64 is comparable (no dropout masks to draw)
-KEEP = ()
-
-
+_BIAS_BEFORE_A_BATCH_NORM = _found('bfloat16', (), '''
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -339,12 +322,7 @@ def make():
     x0 = torch.randint(0, 2, (2, 5))
     return model, (x0,)
 
-
-def step(model, *inputs):
-    results = model(*inputs)
-    results[0].backward()
-    return results
-''', "bfloat16", (), frozenset())
+''')
 
 
 @pytest.mark.parametrize("target", ["metal", "wgpu"])
