@@ -75,9 +75,9 @@ def _custom(draw: Draw, b: Builder, v: Val) -> None:
     b.add(f"torch.ops.fuzz.scale({v.name})", v.shape, grad=v.grad, feature="custom op fuzz::scale (cut)")
 
 
-@op("unmapped elementwise (cut)", smooth=False)
+@op("clamp", smooth=False, keep=("aten.clamp",))
 def _clamp(draw: Draw, b: Builder, v: Val) -> None:
-    b.add(f"torch.clamp({v.name}, -1.0, 1.0)", v.shape, grad=v.grad, feature="clamp (cut)")
+    b.add(f"torch.clamp({v.name}, -1.0, 1.0)", v.shape, grad=v.grad, feature="clamp")
 
 
 def _other(b: Builder, v: Val) -> list[Val]:

@@ -92,13 +92,14 @@ def _layer_norm(draw: Draw, b: Builder, v: Val) -> None:
     b.add(f"{m}({v.name})", v.shape, grad=v.grad or affine, feature="nn.LayerNorm", fresh=True)
 
 
-@op("group norm (cut)", lambda b, v: v.rank >= 3 and v.shape[1] >= 1)
+@op("group norm", lambda b, v: v.rank >= 3 and v.shape[1] >= 1,
+    keep=("aten.native_group_norm", "aten.native_group_norm_backward"))
 def _group_norm(draw: Draw, b: Builder, v: Val) -> None:
     c = v.shape[1]
     g = draw(st.sampled_from([d for d in (1, 2, 3) if c % d == 0]))
     affine = draw(st.booleans())
-    m = b.module(f"nn.GroupNorm({g}, {c}, affine={affine}, dtype={b.dt})", "nn.GroupNorm (unmapped)")
-    b.add(f"{m}({v.name})", v.shape, grad=v.grad or affine, feature="nn.GroupNorm (unmapped)", fresh=True)
+    m = b.module(f"nn.GroupNorm({g}, {c}, affine={affine}, dtype={b.dt})", "nn.GroupNorm")
+    b.add(f"{m}({v.name})", v.shape, grad=v.grad or affine, feature="nn.GroupNorm", fresh=True)
 
 
 @op("pooling", lambda b, v: v.rank == 4 and min(v.shape[2:]) >= 1,
@@ -158,7 +159,7 @@ def _conv_block(draw: Draw, b: Builder, v: Val) -> None:
     norm = draw(st.sampled_from(["GroupNorm", "BatchNorm2d", "none"]))
     h = b.add(f"{m}({v.name})", (v.shape[0], out) + v.shape[2:], grad=True, feature="nn.Conv2d", fresh=True)
     if norm == "GroupNorm":
-        n = b.module(f"nn.GroupNorm(2, {out}, dtype={b.dt})", "nn.GroupNorm (unmapped)")
+        n = b.module(f"nn.GroupNorm(2, {out}, dtype={b.dt})", "nn.GroupNorm")
         h = b.add(f"{n}({h.name})", h.shape, grad=True, feature="conv block with GroupNorm")
     elif norm == "BatchNorm2d" and h.numel // out > 1:
         n = b.module(f"nn.BatchNorm2d({out}, dtype={b.dt})", "batch norm training (running statistics mutated)")

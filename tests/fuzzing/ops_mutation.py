@@ -96,7 +96,7 @@ def extra(draw: Draw, b: Builder) -> str:
         b.features.add("result: bool")
         return f"{v.name} > 0"
     if form == "argmax":
-        b.features.add("result: int64 (argmax, cut)")
+        b.features.add("result: int64 (argmax)")
         return f"{v.name}.argmax(-1)"
     b.features.add("result: " + form.format("x"))
     return form.format(v.name)

@@ -135,11 +135,11 @@ def _as_strided(draw: Draw, b: Builder, v: Val) -> None:
     b.add(expr, s, grad=v.grad, feature="as_strided (cut)", root=v.root or v.name)
 
 
-@op("flip or roll (cut)", rank(1), smooth=True)
+@op("flip, roll or cumsum", rank(1), smooth=True, keep=("aten.flip", "aten.cumsum"))
 def _flip(draw: Draw, b: Builder, v: Val) -> None:
     d = dim_of(draw, v)
     expr = draw(st.sampled_from([f"{v.name}.flip({d})", f"{v.name}.roll(1, {d})", f"{v.name}.cumsum({d})"]))
-    b.add(expr, v.shape, grad=v.grad, feature=expr.split(".")[1].split("(")[0] + " (cut)")
+    b.add(expr, v.shape, grad=v.grad, feature=expr.split(".")[1].split("(")[0] + (" (cut)" if ".roll(" in expr else ""))
 
 
 @op("pad", rank(1), keep=("aten.constant_pad_nd",))

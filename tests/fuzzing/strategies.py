@@ -20,7 +20,7 @@ DTYPES = ["float32", "float64", "float32", "float32", "bfloat16", "float16"]
 # How often each op is drawn among those that apply (1 when not named): layers whose boundaries and
 # layouts matter most (convolutions, normalizations, pooling, attention, in-place ops) more often.
 WEIGHTS = {"unary": 4, "custom op (cut)": 2, "binary with another value": 2, "softmax": 2, "dropout": 2, "linear": 5,
-           "matmul with a parameter": 2, "convolution": 6, "convolution block": 8, "batch norm": 6, "layer norm": 3, "group norm (cut)": 4,
+           "matmul with a parameter": 2, "convolution": 6, "convolution block": 8, "batch norm": 6, "layer norm": 3, "group norm": 4,
            "pooling": 5, "attention": 4, "in-place": 6, "transpose": 2, "t": 2, "permute": 2,
            "reshape: merge two dims": 2, "slice": 3, "cat": 2, "as_strided (cut)": 3, "pad": 2, "reduce": 2}
 KEEP_ALWAYS = ("aten.mul.Tensor", "aten.add.Tensor", "aten.relu", "aten.view", "aten.permute", "aten.sum",
