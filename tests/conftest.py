@@ -6,8 +6,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from cli_support import EXAMPLE, PRECIOUS
+
+# No per-example deadline: it is a timing assertion, and on a loaded machine (CI's, or one shared
+# with other jobs) a 200 ms example fails a test that is correct. Speed is measured in bench/.
+settings.register_profile("egraph-lower", deadline=None)
+settings.load_profile("egraph-lower")
 
 
 @pytest.fixture

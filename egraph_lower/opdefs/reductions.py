@@ -31,7 +31,7 @@ before the axis: x as the j of out_i), `ishape` (a 1 inserted after it: x as the
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -171,14 +171,20 @@ _ARG_FIELDS = (string("op"), integer("axis"), Field("keep_dim", I64, lambda v, r
 
 # ---- Scan
 
-def _scan(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    shape, dt = ins[0]
-    if dt == "bool":
-        raise ValueError("Scan on bool: Cast to a number dtype first")
-    if not shape:
-        raise ValueError("Scan needs rank >= 1 (a 0-d scan is its input)")
-    _axis(attrs["axis"], len(shape), "Scan")
-    return shape, dt
+def _prefix(name: str, floats: bool = False, index: bool = False) -> Callable[[Mapping[str, Any], Sequence[Meta]], Meta]:
+    """The shape function of a scan along `axis` (Scan, ArgScan, LogCumSumExp): rank >= 1 (a 0-d scan
+    is its input), a number dtype (a float one where `floats`), the input's shape, i64 for an index."""
+    def infer(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+        shape, dt = ins[0]
+        if floats and dt is not None and dt not in FLOAT_DTYPES:
+            raise ValueError(f"{name} needs a float dtype, got {dt}")
+        if dt == "bool":
+            raise ValueError(f"{name} on bool: Cast to a number dtype first")
+        if not shape:
+            raise ValueError(f"{name} needs rank >= 1 (a 0-d scan is its input)")
+        _axis(attrs["axis"], len(shape), name)
+        return shape, "i64" if index else dt
+    return infer
 
 
 def scan(x: np.ndarray, op: str, axis: int) -> np.ndarray:
@@ -239,32 +245,12 @@ _SCAN_FIELDS = (string("op"), Field("axis", I64, lambda v, shape: _scan_axis(v, 
                 _shape_field("nn", lambda a, s: [s[a], s[a]]),
                 _shape_field("all", lambda a, s: range(len(s))))
 
-def _arg_scan(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    shape, dt = ins[0]
-    if dt == "bool":
-        raise ValueError("ArgScan on bool: Cast to a number dtype first")
-    if not shape:
-        raise ValueError("ArgScan needs rank >= 1")
-    _axis(attrs["axis"], len(shape), "ArgScan")
-    return shape, "i64"
-
-
 def _op_arg_scan(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
     x = np.asarray(args[0])
     if x.dtype == np.bool_ or x.ndim == 0:
         raise LowerError("ArgScan needs a number dtype and rank >= 1")
     v = _f(x) if x.dtype.kind == "f" else _i(x)
     return arg_scan(v, attrs["op"], int(attrs["axis"]) % x.ndim)
-
-
-def _log_cum_sum_exp(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    shape, dt = ins[0]
-    if dt is not None and dt not in FLOAT_DTYPES:
-        raise ValueError(f"LogCumSumExp needs a float dtype, got {dt}")
-    if not shape:
-        raise ValueError("LogCumSumExp needs rank >= 1 (a 0-d one is its input)")
-    _axis(attrs["axis"], len(shape), "LogCumSumExp")
-    return shape, dt
 
 
 def _op_log_cum_sum_exp(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
@@ -287,13 +273,14 @@ OPS: tuple[OpDef, ...] = (
           (Ctor("ArgReduce", "ArgReduce", _ARG_FIELDS, 1, tuple(head(f"ArgReduce.{o}", op=o) for o in ARG_OPS)),),
           domain="reductions", torch="arg_reduce",
           sample=({"op": "Max", "axis": 1, "keep_dim": False}, (((2, 3), "f32"),))),
-    OpDef("Scan", ("x",), (Attr("op", one_of(SCAN_OPS, "Scan op")), _AXIS), _scan, _op_scan,
+    OpDef("Scan", ("x",), (Attr("op", one_of(SCAN_OPS, "Scan op")), _AXIS), _prefix("Scan"), _op_scan,
           (Ctor("Scan", "Scan", _SCAN_FIELDS, 1, tuple(head(f"Scan.{o}", op=o) for o in SCAN_OPS)),),
           domain="reductions", torch="scan", sample=({"op": "Add", "axis": 0}, (((3, 2), "f32"),))),
-    OpDef("ArgScan", ("x",), (Attr("op", one_of(ARG_OPS, "ArgScan op")), _AXIS), _arg_scan, _op_arg_scan,
+    OpDef("ArgScan", ("x",), (Attr("op", one_of(ARG_OPS, "ArgScan op")), _AXIS), _prefix("ArgScan", index=True),
+          _op_arg_scan,
           (Ctor("ArgScan", "ArgScan", _SCAN_FIELDS, 1, tuple(head(f"ArgScan.{o}", op=o) for o in ARG_OPS)),),
           domain="reductions", torch="arg_scan", sample=({"op": "Max", "axis": 1}, (((3, 2), "f32"),))),
-    OpDef("LogCumSumExp", ("x",), (_AXIS,), _log_cum_sum_exp, _op_log_cum_sum_exp,
+    OpDef("LogCumSumExp", ("x",), (_AXIS,), _prefix("LogCumSumExp", floats=True), _op_log_cum_sum_exp,
           (Ctor("LogCumSumExp", "LogCumSumExp", _SCAN_FIELDS[1:], 1, (head("LogCumSumExp"),)),),
           domain="reductions", torch="log_cum_sum_exp", sample=({"axis": -1}, (((3, 2), "f32"),))),
 )

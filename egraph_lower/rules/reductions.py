@@ -61,6 +61,20 @@ _LCSE_LETS = dict(_WHERE_LETS, sel="(where mask t (/ (- 0 (pow t 0)) 0))", m="(R
 _EXT_LETS = dict(_WHERE_LETS, m="(Reduce.{op} jaxes 1 (where mask t (Reshape ishape x)))",
                  j="(Iota.i64 jaxis t)")
 
+
+def _extremum_scans(op: str) -> tuple[Rule, Rule]:
+    """cummax or cummin (op Max or Min) and its index: one statement for both."""
+    name, scan = op.lower(), _SCAN.format(op=op) + " x"
+    return (
+        rule(f"scan-{name}-where", f"cum{name}(x)_i = {name}_j where(j <= i, x_j, x_i)", f"({scan})",
+             f"(Reduce.{op} jaxes 0 (where mask t (Reshape ishape x)))", group="forward", lets=_WHERE_LETS),
+        rule(f"argscan-{name}-where", f"cum{name} index_i = max_j where(j <= i and (x_j != x_j or x_j == m_i), j, "
+             f"-1), m_i = cum{name}(x)_i", f"(Arg{scan})",
+             "(Reduce.Max jaxes 0 (where mask (where (!= t t) j (where (== t m) j -1)) -1))", group="forward",
+             lets={k: v.format(op=op) for k, v in _EXT_LETS.items()}),
+    )
+
+
 RULES: tuple[Rule, ...] = (
     rule("var-lower", "var(x) = (sum(d^2) - sum(d) mean(d)) / max(n - correction, 0), d = x - mean x",
          "(Var axes c keep div x)",
@@ -85,18 +99,6 @@ RULES: tuple[Rule, ...] = (
     rule("logcumsumexp-where", "logcumsumexp(x)_i = m_i + log(sum_j where(j <= i, exp(x_j - m_i), 0)), m_i = "
          "max_{j <= i} x_j (0 where not finite)", "(LogCumSumExp axis jaxis xshape bshape ishape tshape jaxes pnq nn all x)",
          "(+ (Reshape xshape shift) (Log (sum jaxes (Exp (- sel shift)))))", group="forward", lets=_LCSE_LETS),
-    rule("scan-max-where", "cummax(x)_i = max_j where(j <= i, x_j, x_i)",
-         f"({_SCAN.format(op='Max')} x)", "(Reduce.Max jaxes 0 (where mask t (Reshape ishape x)))",
-         group="forward", lets=_WHERE_LETS),
-    rule("argscan-max-where", "cummax index_i = max_j where(j <= i and (x_j != x_j or x_j == m_i), j, -1), "
-         "m_i = cummax(x)_i", "(ArgScan.Max axis jaxis xshape bshape ishape tshape jaxes pnq nn all x)",
-         "(Reduce.Max jaxes 0 (where mask (where (!= t t) j (where (== t m) j -1)) -1))", group="forward",
-         lets={k: v.format(op="Max") for k, v in _EXT_LETS.items()}),
-    rule("scan-min-where", "cummin(x)_i = min_j where(j <= i, x_j, x_i)",
-         f"({_SCAN.format(op='Min')} x)", "(Reduce.Min jaxes 0 (where mask t (Reshape ishape x)))",
-         group="forward", lets=_WHERE_LETS),
-    rule("argscan-min-where", "cummin index_i = max_j where(j <= i and (x_j != x_j or x_j == m_i), j, -1), "
-         "m_i = cummin(x)_i", "(ArgScan.Min axis jaxis xshape bshape ishape tshape jaxes pnq nn all x)",
-         "(Reduce.Max jaxes 0 (where mask (where (!= t t) j (where (== t m) j -1)) -1))", group="forward",
-         lets={k: v.format(op="Min") for k, v in _EXT_LETS.items()}),
+    *_extremum_scans("Max"),
+    *_extremum_scans("Min"),
 )
