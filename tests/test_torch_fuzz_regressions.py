@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from fuzzing.check import check  # noqa: E402
-from fuzzing.program import STEP, Program  # noqa: E402
+from fuzzing.program import STEP, Program, program_of  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
@@ -47,14 +47,6 @@ def make():
 
 {STEP}
 '''
-    return Program(source, dtype, keep, frozenset())
-
-
-def _found(dtype: str, keep: tuple[str, ...], body: str) -> Program:
-    """A program the fuzzer found, as it wrote it: its model and make() (`body`), with the header and
-    the step every program has."""
-    source = (f"DTYPE = torch.{dtype}\nREFERENCE = True  # the same step in float64 is comparable (no dropout"
-              f" masks to draw)\nKEEP = {keep!r}\n\n\n{body.strip()}\n\n\n{STEP}")
     return Program(source, dtype, keep, frozenset())
 
 
@@ -201,7 +193,7 @@ def test_eval_batch_norm_and_a_float64_scalar_buffer_differ_from_eager_as_aot_ea
     assert outcome.status in ("ok", "pytorch"), f"{outcome.kind}\n" + "\n".join(outcome.detail)
 
 
-_IDENTICAL_SAMPLES = _found('float32', ('aten.convolution_backward', 'aten.tanh'), '''
+_IDENTICAL_SAMPLES = program_of('float32', ('aten.convolution_backward', 'aten.tanh'), '''
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -246,7 +238,7 @@ def test_a_batch_of_identical_samples_judged_by_how_far_one_rounding_moves_it(ta
     _assert_matches(_IDENTICAL_SAMPLES, target)
 
 
-_HALF_EVAL_BATCH_NORM = _found('bfloat16', ('aten.bmm', 'aten.native_batch_norm_backward', 'aten.view'), '''
+_HALF_EVAL_BATCH_NORM = program_of('bfloat16', ('aten.bmm', 'aten.native_batch_norm_backward', 'aten.view'), '''
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -292,7 +284,7 @@ def test_a_bf16_eval_batch_norm_run_as_a_kernel_rounds_once(target: str) -> None
     _assert_matches(_HALF_EVAL_BATCH_NORM, target)
 
 
-_BIAS_BEFORE_A_BATCH_NORM = _found('bfloat16', (), '''
+_BIAS_BEFORE_A_BATCH_NORM = program_of('bfloat16', (), '''
 class Model(nn.Module):
     def __init__(self):
         super().__init__()

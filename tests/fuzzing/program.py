@@ -208,12 +208,7 @@ class Builder:
         if self.channels_last:
             layouts = "    model = model.to(memory_format=torch.channels_last)\n" + layouts
         reference = self.dtype != "float64" and "dropout" not in self.features
-        source = f'''DTYPE = {self.dt}
-REFERENCE = {reference}  # the same step in float64 is comparable (no dropout masks to draw)
-KEEP = {tuple(sorted(self.keep))!r}
-
-
-class Model(nn.Module):
+        source = f'''class Model(nn.Module):
     def __init__(self):
         super().__init__()
 {init}
@@ -229,10 +224,17 @@ def make():
 {layouts}
 {made}
     return model, ({args},)
-
-
-{STEP}
 '''
-        source = "\n".join(line for line in source.splitlines() if line.strip() or not line) + "\n"
-        return Program(source.replace("\n\n\n\n", "\n\n\n"), self.dtype, tuple(sorted(self.keep)),
-                       frozenset(self.features))
+        source = "\n".join(line for line in source.splitlines() if line.strip() or not line)
+        return program_of(self.dtype, tuple(sorted(self.keep)), source.replace("\n\n\n\n", "\n\n\n"),
+                          reference, frozenset(self.features))
+
+
+def program_of(dtype: str, keep: tuple[str, ...], body: str, reference: bool = True,
+               features: frozenset[str] = frozenset()) -> Program:
+    """A program from its model and make() (`body`): the header (DTYPE, REFERENCE, KEEP) and the step
+    every program has around it, as the fuzzer writes them (the regression tests and the findings
+    are written the same way)."""
+    source = (f"DTYPE = torch.{dtype}\nREFERENCE = {reference}  # the same step in float64 is comparable (no"
+              f" dropout masks to draw)\nKEEP = {keep!r}\n\n\n{body.strip()}\n\n\n{STEP}\n")
+    return Program(source, dtype, keep, features)

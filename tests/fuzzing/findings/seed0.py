@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import NamedTuple
 
-from fuzzing.program import Program
+from fuzzing.program import Program, program_of
 
 
 class Finding(NamedTuple):
@@ -23,17 +23,14 @@ class Finding(NamedTuple):
 
 
 def _finding(kind: str, failed_on: dict[str, int], target: str, dtype: str, keep: tuple[str, ...],
-             source: str) -> Finding:
-    return Finding(kind, failed_on, target, Program(source.strip("\n"), dtype, keep, frozenset()))
+             body: str) -> Finding:
+    """A finding from its model and make() (`body`), the program's header and step added as the fuzzer
+    writes them (in float64 no step is compared with a float64 one)."""
+    return Finding(kind, failed_on, target, program_of(dtype, keep, body, reference=dtype != "float64"))
 
 
 FINDINGS: tuple[Finding, ...] = (
     _finding('differed aliasing: "is', {'wgpu': 15, 'metal': 7}, 'wgpu', 'bfloat16', (), '''
-DTYPE = torch.bfloat16
-REFERENCE = True  # the same step in float64 is comparable (no dropout masks to draw)
-KEEP = ()
-
-
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -56,19 +53,8 @@ def make():
     x1 = torch.randn((1, 1, 1)).to(torch.bfloat16)
     x2 = torch.rand((1, 1, 1)) > 0.5
     return model, (x0, x1, x2,)
-
-
-def step(model, *inputs):
-    results = model(*inputs)
-    results[0].backward()
-    return results
 '''),
     _finding("raised RuntimeError: Expected a proper Tensor but got None (or an undefined Tensor in C++) for argument #N '...'", {'metal': 9, 'wgpu': 9}, 'metal', 'float32', (), '''
-DTYPE = torch.float32
-REFERENCE = True  # the same step in float64 is comparable (no dropout masks to draw)
-KEEP = ()
-
-
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -91,19 +77,8 @@ def make():
 
     x0 = torch.randn((1,)).to(torch.float32)
     return model, (x0,)
-
-
-def step(model, *inputs):
-    results = model(*inputs)
-    results[0].backward()
-    return results
 '''),
     _finding('differed gradient: values', {'wgpu': 6, 'metal': 6}, 'wgpu', 'float16', ('aten.mul.Tensor',), '''
-DTYPE = torch.float16
-REFERENCE = True  # the same step in float64 is comparable (no dropout masks to draw)
-KEEP = ('aten.mul.Tensor',)
-
-
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -122,19 +97,8 @@ def make():
     x0 = torch.randint(0, 2, (2, 2))
     x1 = torch.randn((2, 2, 1)).to(torch.float16)
     return model, (x0, x1,)
-
-
-def step(model, *inputs):
-    results = model(*inputs)
-    results[0].backward()
-    return results
 '''),
     _finding("differed aliasing: 'is", {'wgpu': 4}, 'wgpu', 'float32', (), '''
-DTYPE = torch.float32
-REFERENCE = True  # the same step in float64 is comparable (no dropout masks to draw)
-KEEP = ()
-
-
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -158,19 +122,8 @@ def make():
     x0 = torch.randn((5, 2)).to(torch.float32).transpose(-1, -2)
     x1 = torch.rand((2, 5)) > 0.5
     return model, (x0, x1,)
-
-
-def step(model, *inputs):
-    results = model(*inputs)
-    results[0].backward()
-    return results
 '''),
     _finding('differed buffer b11: values, gradient: tensor([0.,, result: strides', {'metal': 2, 'wgpu': 2}, 'metal', 'float64', ('aten._native_batch_norm_legit_no_training', 'aten.nll_loss_forward'), '''
-DTYPE = torch.float64
-REFERENCE = False  # the same step in float64 is comparable (no dropout masks to draw)
-KEEP = ('aten._native_batch_norm_legit_no_training', 'aten.nll_loss_forward')
-
-
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -202,19 +155,8 @@ def make():
     x0 = torch.randn((9, 4)).to(torch.float64)[1::2].requires_grad_()
     x1 = torch.randint(0, 4, (4,))
     return model, (x0, x1,)
-
-
-def step(model, *inputs):
-    results = model(*inputs)
-    results[0].backward()
-    return results
 '''),
     _finding('differed result: shape,', {'metal': 1, 'wgpu': 1}, 'metal', 'bfloat16', ('aten._native_batch_norm_legit_no_training', 'aten.view'), '''
-DTYPE = torch.bfloat16
-REFERENCE = True  # the same step in float64 is comparable (no dropout masks to draw)
-KEEP = ('aten._native_batch_norm_legit_no_training', 'aten.view')
-
-
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -243,19 +185,8 @@ def make():
     x0 = torch.randn((4, 4, 1, 3)).to(torch.bfloat16).transpose(-1, -2).requires_grad_()
     x1 = torch.randn((9, 1, 3)).to(torch.bfloat16)[1::2]
     return model, (x0, x1,)
-
-
-def step(model, *inputs):
-    results = model(*inputs)
-    results[0].backward()
-    return results
 '''),
     _finding('differed result: values', {'wgpu': 1}, 'wgpu', 'float32', (), '''
-DTYPE = torch.float32
-REFERENCE = True  # the same step in float64 is comparable (no dropout masks to draw)
-KEEP = ()
-
-
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -290,19 +221,8 @@ def make():
     model.m10.running_var.uniform_(0.5, 2)
     x0 = torch.randn((1, 1, 4, 5)).to(torch.float32).expand((4, 1, 4, 5))
     return model, (x0,)
-
-
-def step(model, *inputs):
-    results = model(*inputs)
-    results[0].backward()
-    return results
 '''),
     _finding('differed result: strides', {'metal': 1}, 'metal', 'bfloat16', ('aten.mul.Tensor',), '''
-DTYPE = torch.bfloat16
-REFERENCE = True  # the same step in float64 is comparable (no dropout masks to draw)
-KEEP = ('aten.mul.Tensor',)
-
-
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -329,19 +249,8 @@ def make():
     x0 = torch.randn((3, 4)).to(torch.bfloat16).transpose(-1, -2)
     x1 = torch.randn((4, 3)).to(torch.bfloat16)
     return model, (x0, x1,)
-
-
-def step(model, *inputs):
-    results = model(*inputs)
-    results[0].backward()
-    return results
 '''),
     _finding('differed gradient: values, result: strides', {'wgpu': 1}, 'wgpu', 'bfloat16', ('aten.mul.Tensor',), '''
-DTYPE = torch.bfloat16
-REFERENCE = True  # the same step in float64 is comparable (no dropout masks to draw)
-KEEP = ('aten.mul.Tensor',)
-
-
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -368,12 +277,6 @@ def make():
     x0 = torch.randn((3, 4)).to(torch.bfloat16).transpose(-1, -2)
     x1 = torch.randn((4, 3)).to(torch.bfloat16)
     return model, (x0, x1,)
-
-
-def step(model, *inputs):
-    results = model(*inputs)
-    results[0].backward()
-    return results
 '''),
 )
 
