@@ -193,6 +193,13 @@ ALL_OPS = doc(
     node(1203, "Reduce", [0], [], F, {"op": "Prod", "axes": [0, 1]}),
     node(1204, "LogCumSumExp", [0], [2, 3], F, {"axis": 0}),
     node(1205, "ArgScan", [0], [2, 3], "i64", {"op": "Min", "axis": 1}),
+    # interpolation (version 3, resample: ids 1500-1549)
+    node(1500, "Interpolate", [64], [1, 1, 8, 3], F, {"mode": "linear", "align_corners": True, "size": [8, 3]}),
+    node(1501, "InterpolateBackward", [1500], [1, 1, 4, 4], F,
+         {"mode": "nearest", "input_shape": [1, 1, 4, 4], "scales": [2.0, None]}),
+    node(1502, "InterpolateWeights", [0], [8, 4], F, {"mode": "cubic", "in_size": 4, "out_size": 8}),
+    node(1503, "InterpolateIndex", [0], [3], "i64", {"mode": "nearest_exact", "in_size": 4, "out_size": 3,
+                                                    "scale": 0.75}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -202,7 +209,8 @@ ALL_OPS = doc(
              407,
              408,
              854, 855, 856, 857, 858, 859, 860, 861,
-             1200, 1201, 1202, 1203, 1204, 1205],
+             1200, 1201, 1202, 1203, 1204, 1205,
+             1501, 1502, 1503],
     name="all ops",
 )
 
