@@ -12,4 +12,10 @@ ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("nn.functional.interpolate", "trilinear"): ("upsample_trilinear3d_backward",),
     ("nn.functional.upsample_nearest", ""): ("upsample_nearest2d_backward",),
     ("nn.functional.upsample_bilinear", ""): ("upsample_bilinear2d_backward",),
+    ("nn.functional.unfold", ""): ("col2im",),
+    # Tensor.unfold's own entry returns a view of its input: AOTAutograd replays an output that aliases an
+    # input outside the compiled graph, so no backward graph reaches a backend (its samples compile to an
+    # inference graph with nothing left in PyTorch); unfold_copy's, the same op as a copy, does, and
+    # tests/test_torch_resample.py trains a patch model whose unfold is inside the graph
+    ("unfold_copy", ""): ("unfold_backward",),
 }

@@ -117,3 +117,89 @@ def test_bad_attributes_are_refused_in_one_line(attrs: dict[str, Any], shape: tu
 
 def test_interpolation_is_version_3() -> None:
     assert required_version(_graph("linear", (4,), [8], False).nodes) == 3
+
+
+# ---- sliding windows (opdefs/unfold.py)
+
+UNFOLD_RULES = [name for name in BY_NAME if name.startswith(("unfold", "col2im"))]
+
+
+@pytest.mark.parametrize("name", UNFOLD_RULES)
+@pytest.mark.parametrize("dtype", ["f64", "f32", "bf16"])
+def test_window_rules_pass_the_numerical_check(name: str, dtype: str) -> None:
+    result = check_rule(BY_NAME[name], dtype)
+    assert result.ok, result
+
+
+@pytest.mark.parametrize(("axis", "size", "step"), [(1, 3, 2), (1, 3, 3), (-1, 2, 3), (0, 5, 1)])
+def test_unfold_backward_is_the_adjoint(axis: int, size: int, step: int) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 9, 4))
+    attrs = {"axis": axis, "size": size, "step": step}
+    y = apply("Unfold", attrs, [x], "f64")
+    dy = rng.standard_normal(y.shape)
+    dx = apply("UnfoldBackward", {**attrs, "input_shape": list(x.shape)}, [dy], "f64")
+    np.testing.assert_allclose(np.sum(y * dy), np.sum(x * dx), rtol=1e-12)
+
+
+def test_col2im_is_the_adjoint_of_im2col() -> None:
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 7, 6))
+    win = {"kernel": [2, 3], "stride": [2, 1], "padding": [1, 0], "dilation": [1, 2]}
+    cols = apply("Im2Col", {**win, "groups": 1}, [x], "f64")  # [N, 1, C K, L]
+    dy = rng.standard_normal(cols.shape[:1] + cols.shape[2:])
+    dx = apply("Col2Im", {**win, "output_size": [7, 6]}, [dy], "f64")
+    np.testing.assert_allclose(np.sum(cols[:, 0] * dy), np.sum(x * dx), rtol=1e-12)
+
+
+def _window_graph(op: str, shape: tuple[int, ...], **attrs: Any) -> el.Graph:
+    b = GraphBuilder("windows")
+    return b.build([b.op(op, b.input("x", shape), **attrs)])
+
+
+@pytest.mark.parametrize("backend", ["metal", "wgpu"])
+@pytest.mark.parametrize(("op", "shape", "attrs", "want"), [
+    ("Unfold", (4, 64, 8), {"axis": 1, "size": 8, "step": 8}, "Slice"),          # tiles: no index
+    ("Unfold", (4, 64, 8), {"axis": 1, "size": 8, "step": 4}, "Take"),           # overlapping: a gather
+    ("UnfoldBackward", (4, 8, 8, 8), {"axis": 1, "size": 8, "step": 8, "input_shape": [4, 64, 8]}, "Pad"),
+    ("UnfoldBackward", (4, 15, 8, 8), {"axis": 1, "size": 8, "step": 4, "input_shape": [4, 64, 8]}, "WindowOneHot"),
+])
+def test_window_lowering_picks_a_form_and_keeps_the_values(backend: str, op: str, shape: tuple[int, ...],
+                                                           attrs: dict[str, Any], want: str) -> None:
+    graph = _window_graph(op, shape, **attrs)
+    result = el.lower(graph, backend)
+    ops = result.graph.op_counts()
+    assert op not in ops and want in ops, ops
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    for got, ref in zip(evaluate(result.graph, {"x": x}), evaluate(graph, {"x": x})):
+        np.testing.assert_allclose(got, ref, rtol=2e-6, atol=2e-6)
+
+
+def test_metal_runs_col2im_and_wgpu_expands_it() -> None:
+    attrs = {"kernel": [3, 3], "stride": [2, 1], "padding": [1, 1], "dilation": [1, 1], "output_size": [8, 8]}
+    graph = _window_graph("Col2Im", (2, 27, 32), **attrs)
+    assert el.lower(graph, "metal").graph.op_counts().get("Col2Im") == 1
+    x = np.random.default_rng(6).standard_normal((2, 27, 32)).astype(np.float32)
+    for shape, win, form in (((2, 27, 32), attrs, "MatMul"),  # overlapping windows: the one-hot products
+                             ((2, 12, 16), {**attrs, "kernel": [2, 2], "stride": [2, 2], "padding": [0, 0]}, "Pad")):
+        g = _window_graph("Col2Im", shape, **win)
+        lowered = el.lower(g, "wgpu").graph
+        assert form in lowered.op_counts() and "Col2Im" not in lowered.op_counts(), lowered.op_counts()
+        xs = {"x": x[:, :shape[1], :shape[2]].copy()}
+        np.testing.assert_allclose(evaluate(lowered, xs)[0], evaluate(g, xs)[0], rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize(("op", "shape", "attrs", "message"), [
+    ("Unfold", (2, 3), {"axis": 1, "size": 4, "step": 1}, "window size 4 exceeds the axis's length 3"),
+    ("Unfold", (2, 3), {"axis": 2, "size": 1, "step": 1}, "axis 2 is out of range for x of rank 2"),
+    ("Unfold", (2, 3), {"axis": 1, "size": 1, "step": 0}, "attribute 'step' must be an integer >= 1"),
+    ("Col2Im", (2, 8, 5), {"kernel": [2, 2], "stride": [1, 1], "padding": [0, 0], "dilation": [1, 1],
+                           "output_size": [3, 4]}, "cols [2, 8, 5] must be [N, C * 4, 6]"),
+])
+def test_bad_window_attributes_are_refused_in_one_line(op: str, shape: tuple[int, ...], attrs: dict[str, Any],
+                                                       message: str) -> None:
+    b = GraphBuilder("bad")
+    x = b.input("x", shape)
+    with pytest.raises((GraphError, ValueError)) as e:
+        b.op(op, x, **attrs)
+    assert message in str(e.value) and "\n" not in str(e.value)

@@ -103,3 +103,70 @@ def test_upsampling_block_training_step_matches_eager(target: str) -> None:
     assert be.unlowered_ops == {}, be.summary()
     ops = {op for g in record for op in g.op_counts()}
     assert "InterpolateBackward" not in ops and "Interpolate" not in ops, ops
+
+
+class _Patches(nn.Module):
+    """A patch model on Tensor.unfold: 4 x 4 patches (overlapping along H: step 2), a Linear per patch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(3 * 16, 5)
+
+    def forward(self, x: Any) -> Any:
+        p = x.unfold(2, 4, 2).unfold(3, 4, 4)  # [N, C, nh, nw, 4, 4]
+        p = p.permute(0, 2, 3, 1, 4, 5).reshape(x.shape[0], -1, 3 * 16)
+        return self.proj(p)
+
+
+class _FoldBack(nn.Module):
+    """F.unfold into overlapping, padded columns, a per-column scale, F.fold back (im2col and col2im)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.linspace(0.5, 1.5, 27))
+
+    def forward(self, x: Any) -> Any:
+        cols = F.unfold(x, (3, 3), padding=1, stride=2) * self.scale[:, None]
+        return F.fold(cols, (9, 8), (3, 3), padding=1, stride=2)
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+@pytest.mark.parametrize("model", ["patches", "fold"])
+def test_unfold_models_training_step_matches_eager(target: str, model: str) -> None:
+    torch.manual_seed(0)
+    if model == "patches":
+        net, x, y = _Patches(), torch.randn(2, 3, 10, 8), torch.randn(2, 8, 5)
+    else:
+        net, x, y = _FoldBack(), torch.randn(2, 3, 9, 8), torch.randn(2, 3, 9, 8)
+    be, record, _ = train_like_eager(net, mse_step, x, y, target)
+    assert be.unlowered_ops == {}, be.summary()
+    assert any(g.kind == "backward" for g in be.graphs), be.summary()
+
+
+def test_unfold_and_col2im_match_aten_in_f64() -> None:
+    x = torch.randn(2, 9, 3, dtype=torch.float64)
+    for axis, size, step in ((1, 3, 2), (1, 3, 3), (1, 2, 3), (-1, 3, 1), (0, 2, 1)):
+        attrs = {"axis": axis, "size": size, "step": step}
+        want = x.unfold(axis, size, step)
+        np.testing.assert_array_equal(apply("Unfold", attrs, [x.numpy()], "f64"), want.numpy())
+        dy = torch.randn(want.shape, dtype=torch.float64)
+        want_dx = A.unfold_backward(dy, list(x.shape), axis, size, step)
+        got_dx = apply("UnfoldBackward", {**attrs, "input_shape": list(x.shape)}, [dy.numpy()], "f64")
+        np.testing.assert_allclose(got_dx, want_dx.numpy(), rtol=1e-15, atol=1e-15)
+    img = torch.randn(2, 3, 7, 6, dtype=torch.float64)
+    for k, s, p, d in (([2, 3], [2, 1], [1, 0], [1, 2]), ([2, 2], [2, 2], [0, 1], [1, 1]), ([3, 3], [1, 1], [1, 1], [2, 1])):
+        cols = A.im2col(img, k, d, p, s)
+        dy = torch.randn(cols.shape, dtype=torch.float64)
+        attrs = {"kernel": k, "stride": s, "padding": p, "dilation": d, "output_size": [7, 6]}
+        want = A.col2im(dy, [7, 6], k, d, p, s)
+        np.testing.assert_allclose(apply("Col2Im", attrs, [dy.numpy()], "f64"), want.numpy(), rtol=1e-14, atol=1e-14)
+
+
+def test_window_helper_kernels_match_the_evaluator() -> None:
+    like = torch.zeros(1, dtype=torch.float64)
+    attrs = {"windows": 3, "size": 3, "step": 2, "dilation": 2, "length": 9, "kernel_major": True}
+    got = kernels.window_one_hot(like, **attrs)
+    np.testing.assert_array_equal(got.numpy(), apply("WindowOneHot", attrs, [like.numpy()], "f64"))
+    attrs = {"windows": 3, "size": 3, "step": 2}
+    got = kernels.window_index(like, **attrs)
+    np.testing.assert_array_equal(got.numpy(), apply("WindowIndex", attrs, [like.numpy()], "i64"))

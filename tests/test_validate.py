@@ -200,6 +200,14 @@ ALL_OPS = doc(
     node(1502, "InterpolateWeights", [0], [8, 4], F, {"mode": "cubic", "in_size": 4, "out_size": 8}),
     node(1503, "InterpolateIndex", [0], [3], "i64", {"mode": "nearest_exact", "in_size": 4, "out_size": 3,
                                                     "scale": 0.75}),
+    node(1504, "Unfold", [0], [2, 2, 2], F, {"axis": 1, "size": 2, "step": 1}),
+    node(1505, "UnfoldBackward", [1504], [2, 3], F, {"axis": -1, "size": 2, "step": 1, "input_shape": [2, 3]}),
+    inp(1506, [2, 8, 6], name="cols"),
+    node(1507, "Col2Im", [1506], [2, 2, 3, 4], F, {"kernel": [2, 2], "stride": [1, 1], "padding": [0, 0],
+                                                   "dilation": [1, 1], "output_size": [3, 4]}),
+    node(1508, "WindowOneHot", [0], [6, 7], F, {"windows": 3, "size": 2, "step": 2, "dilation": 1, "length": 7,
+                                                "kernel_major": False}),
+    node(1509, "WindowIndex", [0], [3, 2], "i64", {"windows": 3, "size": 2, "step": 2}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -210,7 +218,7 @@ ALL_OPS = doc(
              408,
              854, 855, 856, 857, 858, 859, 860, 861,
              1200, 1201, 1202, 1203, 1204, 1205,
-             1501, 1502, 1503],
+             1501, 1502, 1503, 1505, 1507, 1508, 1509],
     name="all ops",
 )
 

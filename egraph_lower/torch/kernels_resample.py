@@ -1,6 +1,7 @@
-"""The resampling ops (opdefs/resample.py) as PyTorch functions: torch's own upsample kernels and their
-backward ops, and the per-axis helpers (interpolation matrices, nearest indices) from
-`opdefs/resample_math.py`. The backward ops compute f16/bf16 in float32 and round once (`in_float32`).
+"""The resampling ops (opdefs/resample.py, opdefs/unfold.py) as PyTorch functions: torch's own upsample,
+unfold and col2im kernels and their backward ops, and the helpers (interpolation matrices, nearest
+indices, window one-hots and indices) from `opdefs/resample_math.py` and `opdefs/unfold.py`. The ops that
+sum compute f16/bf16 in float32 and round once (`in_float32`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import torch
 from torch import Tensor
 
 from ..opdefs import resample_math as RM
+from ..opdefs.unfold import window_index as window_index_matrix, window_one_hot as window_one_hot_matrix
 from .kernels_half import in_float32
 
 _A = torch.ops.aten
@@ -66,3 +68,30 @@ def interpolate_weights(like: Tensor, mode: str, in_size: int, out_size: int, al
 def interpolate_index(like: Tensor, mode: str, in_size: int, out_size: int, scale: float | None = None) -> Tensor:
     idx = RM.nearest_index(mode, int(in_size), int(out_size), scale)
     return torch.tensor(idx, dtype=torch.int64, device=like.device)
+
+
+# ---- sliding windows (opdefs/unfold.py)
+
+def unfold(x: Tensor, axis: int, size: int, step: int) -> Tensor:
+    return x.unfold(int(axis), int(size), int(step)).contiguous()
+
+
+@in_float32
+def unfold_backward(dy: Tensor, axis: int, size: int, step: int, input_shape: Sequence[int]) -> Tensor:
+    return _A.unfold_backward(dy, [int(s) for s in input_shape], int(axis), int(size), int(step))  # type: ignore[no-any-return]
+
+
+@in_float32
+def col2im(cols: Tensor, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+           dilation: Sequence[int], output_size: Sequence[int]) -> Tensor:
+    return _A.col2im(cols, list(output_size), list(kernel), list(dilation), list(padding), list(stride))  # type: ignore[no-any-return]
+
+
+def window_one_hot(like: Tensor, windows: int, size: int, step: int, dilation: int, length: int,
+                   kernel_major: bool) -> Tensor:
+    m = window_one_hot_matrix(int(windows), int(size), int(step), int(dilation), int(length), bool(kernel_major))
+    return torch.tensor(m, dtype=like.dtype, device=like.device)
+
+
+def window_index(like: Tensor, windows: int, size: int, step: int) -> Tensor:
+    return torch.tensor(window_index_matrix(int(windows), int(size), int(step)), dtype=torch.int64, device=like.device)

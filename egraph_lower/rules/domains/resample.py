@@ -73,3 +73,58 @@ def resample_domain(rule: Rule, dtype: str) -> list[Env]:
 RESAMPLE_SCALES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {
     name: lambda f: f["cond"] for name in ("Interpolate", "InterpolateBwd")
 }
+
+
+# Unfold: (x's shape, axis, size, step): overlapping windows, windows that tile the axis exactly and with a
+# tail past the last one, gaps between windows (step > size), one window of the whole axis, windows of one
+_UNFOLDS: tuple[tuple[tuple[int, ...], int, int, int], ...] = (
+    ((2, 9, 3), 1, 3, 2), ((2, 9, 3), 1, 3, 3), ((2, 9, 3), -2, 2, 2), ((2, 9, 3), 1, 2, 3), ((2, 9, 3), 1, 9, 1),
+    ((2, 9, 3), 1, 1, 1), ((3, 4, 7), -1, 4, 1), ((5,), 0, 2, 2), ((4, 3), 0, 4, 4),
+)
+# Col2Im: (kernel, stride, padding, dilation, output_size): overlapping, dilated and padded windows;
+# windows that tile the plane (with padding cropped, and a row past the last window); a 1 x 1 kernel;
+# one window of the whole plane
+_COL2IMS: tuple[dict[str, list[int]], ...] = (
+    {"kernel": [2, 3], "stride": [2, 1], "padding": [1, 0], "dilation": [1, 2], "output_size": [5, 7]},
+    {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 1], "dilation": [1, 1], "output_size": [5, 6]},
+    {"kernel": [1, 1], "stride": [1, 2], "padding": [0, 0], "dilation": [1, 1], "output_size": [3, 4]},
+    {"kernel": [3, 3], "stride": [1, 1], "padding": [0, 0], "dilation": [1, 1], "output_size": [3, 3]},
+)
+
+
+def unfold_domain(rule: Rule, dtype: str) -> list[Env]:
+    """Unfold, UnfoldBackward and Col2Im on the windows above; values of mixed signs and magnitudes.
+    The backward ops sum overlapping windows: their error scale is the op applied to |dy| (`cond`)."""
+    from ...evaluate import apply
+
+    op = language.CTORS[lhs_ctor(rule)].op
+    rng = np.random.default_rng(11)
+    envs: list[Env] = []
+    cases: list[tuple[dict[str, Any], tuple[int, ...], str]] = []
+    if op == "Col2Im":
+        from ...opdefs import convmath
+
+        for windows in _COL2IMS:
+            kh, kw = windows["kernel"]
+            oh, ow = (convmath.out_size(windows["output_size"][j], windows["kernel"][j], windows["stride"][j],
+                                        windows["padding"][j], windows["dilation"][j]) for j in (0, 1))
+            cases.append((dict(windows), (2, 3 * kh * kw, oh * ow), "cols"))
+    else:
+        for shape, axis, size, step in _UNFOLDS:
+            unfold: dict[str, Any] = {"axis": axis, "size": size, "step": step}
+            if op == "Unfold":
+                cases.append((unfold, shape, "x"))
+            else:
+                out = apply("Unfold", unfold, [np.zeros(shape)], "f64").shape
+                cases.append(({**unfold, "input_shape": list(shape)}, tuple(out), "dy"))
+    for attrs, first, name in cases:
+        bound = bound_fields(rule, attrs, first)
+        if bound is None:
+            continue
+        v = round_to(rng.choice(np.array(DY), size=first) * rng.uniform(0.5, 2.0, size=first), dtype)
+        cond = np.abs(apply(op, attrs, [np.abs(np.asarray(v, dtype=np.float64))], "f64"))
+        envs.append({**bound, name: v, "cond": cond})
+    return envs
+
+
+RESAMPLE_SCALES.update({name: lambda f: f["cond"] for name in ("UnfoldBwd", "Col2Im")})
