@@ -203,3 +203,10 @@ def test_bad_window_attributes_are_refused_in_one_line(op: str, shape: tuple[int
     with pytest.raises((GraphError, ValueError)) as e:
         b.op(op, x, **attrs)
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_nearest_backward_scatter_form_is_an_alternative_where_scatter_add_runs() -> None:
+    graph = _graph("nearest", (16, 16), [24, 20], True)
+    fired = el.lower(graph, "metal").report.rules_fired
+    assert fired.get("interpolate-bwd-scatter-2d") == 1 and fired.get("interpolate-bwd-matmul-2d") == 1, fired
+    assert "ScatterAdd" not in el.lower(graph, "wgpu").graph.op_counts()  # no float atomics: not a choice there

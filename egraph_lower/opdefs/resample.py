@@ -215,6 +215,16 @@ def _shape_fields(op: str) -> tuple[Field, ...]:
         first = axes[0][1] if op == "Interpolate" else axes[0][0]
         return ints_text(nc(attrs, shape) + [first, axes[1][0], axes[2][0]])
 
+    def steps(attrs: Mapping[str, Any], shape: Sequence[int], j: int, part: int) -> str:
+        # the backward's scatter along spatial axis j, the axes after j done first: dy's shape then
+        # (axes < j output lengths, the others input lengths) for part 1, the index's [1, .., O_j, .., 1] for 0
+        axes = _axes(op, attrs, shape)
+        if j >= len(axes):
+            return "[]"
+        if part == 0:
+            return ints_text([1, 1] + [axes[i][1] if i == j else 1 for i in range(len(axes))])
+        return ints_text(nc(attrs, shape) + [axes[i][1] if i <= j else axes[i][0] for i in range(len(axes))])
+
     return (
         whole("k", I64, lambda a, s: len(_axes(op, a, s))),
         *(_axis_field(op, j, part) for j in range(3) for part in range(3)),
@@ -226,6 +236,8 @@ def _shape_fields(op: str) -> tuple[Field, ...]:
         whole("sumax", STRING, lambda a, s: ints_text(range(3, 3 + 2 * len(_axes(op, a, s)), 2))),
         whole("fold", STRING, fold),
         whole("unfold", STRING, unfold),
+        *(whole(f"{'rx'[part]}{j}", STRING, lambda a, s, j=j, part=part: steps(a, s, j, part))
+          for j in range(3) for part in range(2)),
     )
 
 

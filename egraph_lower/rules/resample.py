@@ -6,8 +6,9 @@ every backend runs), so the forward applies each W_j along its axis and the back
   from the right (x W^T, dy W), the one before from the left (W x, W^T dy); with three axes the last
   two are folded into one (a Reshape) for the first axis's product. Every mode; the matrices are
   O_j x L_j, small beside the data;
-- `interpolate-take-<k>d`: nearest's W_j has one 1 a row, at `InterpolateIndex`: a Take (gather) per
-  axis, no arithmetic;
+- `interpolate-take-<k>d` / `interpolate-bwd-scatter-<k>d`: nearest's W_j has one 1 a row, at
+  `InterpolateIndex`: a Take (gather) per axis, no arithmetic, and backward a ScatterAdd per axis of dy
+  into zeros at those indices (the zeros an empty Slice of dy padded: the notation has no constants);
 - `interpolate-repeat` / `interpolate-bwd-repeat`: where nearest interpolation repeats each input r_j
   times on every axis (index o // r_j: whole-number factors), the forward is a Reshape to
   [N, C, L1, 1, L2, 1, ..], an Expand to [N, C, L1, r1, L2, r2, ..] and a Reshape to the result, and
@@ -22,7 +23,22 @@ from .dsl import Rule, rule
 
 
 def _lhs(op: str, k: str, child: str, near: str = "near", rep: str = "rep") -> str:
-    return f"({op} mode ac shape sc {k} i0 o0 s0 i1 o1 s1 i2 o2 s2 {near} {rep} up exp out sumax fold unfold {child})"
+    return (f"({op} mode ac shape sc {k} i0 o0 s0 i1 o1 s1 i2 o2 s2 {near} {rep} up exp out sumax fold unfold"
+            f" r0 x0 r1 x1 r2 x2 {child})")
+
+
+def _scatter(j: int, t: str) -> str:
+    """t's gradient scattered back along spatial axis j (axis 2 + j): each dy added at its source index."""
+    a = 2 + j
+    zeros = f"(Pad {a} i{j} 0 (Slice {a} 0 0 1 {t}))"  # t's shape with the axis of length L_j, zeros
+    return f"(ScatterAdd {a} {zeros} (Expand x{j} (Reshape r{j} (InterpolateIndex mode i{j} o{j} s{j} dy))) {t})"
+
+
+def _scatters(k: int) -> str:
+    t = "dy"
+    for j in reversed(range(k)):
+        t = _scatter(j, t)
+    return t
 
 
 def _w(j: int, like: str) -> str:
@@ -60,6 +76,9 @@ RULES: tuple[Rule, ...] = (
          _lhs("Interpolate", "k", "x", rep="1"), "(Reshape out (Expand exp (Reshape up x)))", group="forward"),
     *(rule(f"interpolate-bwd-matmul-{k}d", "dx = dy with W^T applied along each axis (MatMuls)",
            _lhs("InterpolateBackward", str(k), "dy"), _BACKWARD[k], group="backward") for k in (1, 2, 3)),
+    *(rule(f"interpolate-bwd-scatter-{k}d", "nearest: dx = dy added at the source index of each axis (a ScatterAdd"
+           " per axis, the last first)", _lhs("InterpolateBackward", str(k), "dy", near="1"), _scatters(k),
+           group="backward") for k in (1, 2, 3)),
     rule("interpolate-bwd-repeat", "nearest by whole factors r: dx[l] = sum of dy[l r .. l r + r - 1], a Reshape"
          " and a Reduce Sum", _lhs("InterpolateBackward", "k", "dy", rep="1"), "(sum sumax (Reshape exp dy))",
          group="backward"),
