@@ -4,8 +4,7 @@ ops their gradients reach; `opinfo_ops.OPINFO_BACKWARD` takes them in."""
 from __future__ import annotations
 
 ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
-    ("nn.functional.interpolate", "nearest"): ("upsample_nearest2d_backward",),
-    ("nn.functional.interpolate", "nearest-exact"): ("_upsample_nearest_exact2d_backward",),
+    # ("nn.functional.interpolate", "nearest") and "nearest-exact" are tests/opinfo_index.py's entries
     ("nn.functional.interpolate", "linear"): ("upsample_linear1d_backward",),
     ("nn.functional.interpolate", "bilinear"): ("upsample_bilinear2d_backward",),
     ("nn.functional.interpolate", "bicubic"): ("upsample_bicubic2d_backward",),

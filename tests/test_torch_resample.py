@@ -170,3 +170,52 @@ def test_window_helper_kernels_match_the_evaluator() -> None:
     attrs = {"windows": 3, "size": 3, "step": 2}
     got = kernels.window_index(like, **attrs)
     np.testing.assert_array_equal(got.numpy(), apply("WindowIndex", attrs, [like.numpy()], "i64"))
+
+
+# every mapped upsample backward op (and unfold's and col2im's), imported as it is (make_fx does not
+# decompose it), lowered for metal and wgpu and compared against float64 in f16 and bf16: the lowered
+# gradient's error no more than eager's plus HALF_MARGIN ulp (as tests/test_torch_half.py checks)
+_DY2, _DY1, _DY3 = (2, 3, 7, 9), (2, 3, 11), (1, 2, 3, 5, 4)
+HALF_BACKWARD: dict[str, tuple[tuple[int, ...], Any]] = {
+    "upsample_nearest1d_backward": (_DY1, lambda g: A.upsample_nearest1d_backward(g, [11], [2, 3, 5], None)),
+    "upsample_nearest2d_backward": (_DY2, lambda g: A.upsample_nearest2d_backward(g, [7, 9], [2, 3, 4, 5], None, 1.8)),
+    "upsample_nearest3d_backward": (_DY3, lambda g: A.upsample_nearest3d_backward(g, [3, 5, 4], [1, 2, 2, 3, 4])),
+    "_upsample_nearest_exact1d_backward": (_DY1, lambda g: A._upsample_nearest_exact1d_backward(g, [11], [2, 3, 5])),
+    "_upsample_nearest_exact2d_backward": (_DY2, lambda g: A._upsample_nearest_exact2d_backward(g, [7, 9],
+                                                                                               [2, 3, 4, 5])),
+    "_upsample_nearest_exact3d_backward": (_DY3, lambda g: A._upsample_nearest_exact3d_backward(g, [3, 5, 4],
+                                                                                               [1, 2, 2, 3, 4])),
+    "upsample_linear1d_backward": (_DY1, lambda g: A.upsample_linear1d_backward(g, [11], [2, 3, 5], False)),
+    "upsample_bilinear2d_backward": (_DY2, lambda g: A.upsample_bilinear2d_backward(g, [7, 9], [2, 3, 4, 5], True)),
+    "upsample_trilinear3d_backward": (_DY3, lambda g: A.upsample_trilinear3d_backward(g, [3, 5, 4], [1, 2, 2, 3, 4],
+                                                                                      False)),
+    "upsample_bicubic2d_backward": (_DY2, lambda g: A.upsample_bicubic2d_backward(g, [7, 9], [2, 3, 4, 5], False)),
+    "unfold_backward": ((2, 4, 3, 3), lambda g: A.unfold_backward(g, [2, 9, 3], 1, 3, 2)),
+    "col2im": ((2, 27, 12), lambda g: A.col2im(g, [7, 6], [3, 3], [1, 1], [1, 1], [2, 2])),
+}
+
+
+def _half_error(got: Any, ref: Any) -> float:
+    return float((got.double() - ref).abs().max())
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("name", HALF_BACKWARD)
+def test_backward_ops_in_half_precision_are_no_worse_than_eager(name: str, dtype: Any, target: str) -> None:
+    from egraph_lower.rules.check import HALF_MARGIN
+    import egraph_lower as el
+
+    shape, fn = HALF_BACKWARD[name]
+    torch.manual_seed(2)
+    g = (torch.randn(shape) * torch.rand(shape) * 4).to(dtype)
+    imported = elt.import_graph(make_fx(lambda t: (fn(t),))(g), [g])
+    op = {"unfold_backward": "UnfoldBackward", "col2im": "Col2Im"}.get(name, "InterpolateBackward")
+    assert imported.graph.op_counts().get(op) == 1, imported.graph.op_counts()  # imported as it is
+    result = el.lower(imported.graph, target)
+    got = elt.export_graph(result.graph, imported.signature)(g)[0]
+    eager, ref = fn(g), fn(g.double())
+    assert got.dtype == dtype
+    margin = HALF_MARGIN * torch.finfo(dtype).eps * max(1.0, float(ref.abs().max()))
+    assert _half_error(got, ref) <= _half_error(eager, ref) + margin, (name, _half_error(got, ref),
+                                                                        _half_error(eager, ref))
