@@ -219,3 +219,19 @@ def test_backward_ops_in_half_precision_are_no_worse_than_eager(name: str, dtype
     margin = HALF_MARGIN * torch.finfo(dtype).eps * max(1.0, float(ref.abs().max()))
     assert _half_error(got, ref) <= _half_error(eager, ref) + margin, (name, _half_error(got, ref),
                                                                         _half_error(eager, ref))
+
+
+def test_unbatched_im2col_col2im_and_a_0d_unfold_import_and_export_as_aten_computes_them() -> None:
+    def step(img: Any, s: Any) -> Any:
+        cols = A.im2col(img, [2, 3], [1, 1], [1, 0], [2, 1])        # [C, H, W] -> [C K, L]
+        u = A.unfold(s, 0, 1, 1)                                    # a 0-d tensor: [1]
+        return cols, A.col2im(cols, [5, 6], [2, 3], [1, 1], [1, 0], [2, 1]), u, A.unfold_backward(u, [], 0, 1, 1)
+
+    img, s = torch.randn(3, 5, 6), torch.tensor(2.5)
+    imported = elt.import_graph(make_fx(step)(img, s), [img, s])
+    ops = imported.graph.op_counts()
+    assert ops.get("Im2Col") == 1 and ops.get("Col2Im") == 1 and ops.get("Unfold") == 1, ops
+    module = elt.export_graph(imported.graph, imported.signature)
+    for got, want in zip(module(img, s), step(img, s)):
+        assert got.shape == want.shape
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
