@@ -9,6 +9,7 @@ ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("nn.functional.interpolate", "bilinear"): ("upsample_bilinear2d_backward",),
     ("nn.functional.interpolate", "bicubic"): ("upsample_bicubic2d_backward",),
     ("nn.functional.interpolate", "trilinear"): ("upsample_trilinear3d_backward",),
+    # "area" is adaptive average pooling: its 3-D samples need _adaptive_avg_pool3d (the pooling family's)
     ("nn.functional.upsample_nearest", ""): ("upsample_nearest2d_backward",),
     ("nn.functional.upsample_bilinear", ""): ("upsample_bilinear2d_backward",),
     ("nn.functional.unfold", ""): ("col2im",),
