@@ -210,3 +210,20 @@ def test_nearest_backward_scatter_form_is_an_alternative_where_scatter_add_runs(
     fired = el.lower(graph, "metal").report.rules_fired
     assert fired.get("interpolate-bwd-scatter-2d") == 1 and fired.get("interpolate-bwd-matmul-2d") == 1, fired
     assert "ScatterAdd" not in el.lower(graph, "wgpu").graph.op_counts()  # no float atomics: not a choice there
+
+
+def test_explore_shows_each_backends_forms_of_an_upsampling_backward() -> None:
+    from egraph_lower.explore import explore
+
+    graph = _graph("nearest", (16, 16), [32, 32], True)
+    ex = explore(graph, "metal", compare=["wgpu"])
+    node = graph.outputs[0]
+    for backend in ("metal", "wgpu"):
+        forms = {tuple(a["rules"]): a for a in ex.alternatives(node, backend)}
+        runnable = {r: a["cost"] for r, a in forms.items() if a["legal"]}
+        # the whole-factor sum is the cheapest: a Reshape and a Reduce, against two MatMuls or two scatters
+        assert [r for r, a in forms.items() if a["chosen"]] == [("interpolate-bwd-repeat",)]
+        assert runnable[("interpolate-bwd-repeat",)] == min(runnable.values())
+        assert ("interpolate-bwd-matmul-2d",) in runnable
+        # the scatter form needs ScatterAdd, which metal runs and wgpu does not (no float atomics)
+        assert (("interpolate-bwd-scatter-2d",) in runnable) == (backend == "metal")
