@@ -191,6 +191,12 @@ NOT_COVERED = {
                        " whose gradient AOTAutograd computes outside the compiled graph",
     "slice_backward": "as select_backward",
 }
+# the upsample backward ops whose OpInfo samples reach a backend decomposed (PyTorch's autograd-level
+# decompositions of nearest interpolation): compared against eager in f16/bf16 as they are, each one, in
+# tests/test_torch_resample.py (test_backward_ops_in_half_precision_are_no_worse_than_eager)
+NOT_COVERED.update({name: "tests/test_torch_resample.py" for name in (
+    "upsample_nearest1d_backward", "upsample_nearest3d_backward", "_upsample_nearest_exact1d_backward",
+    "_upsample_nearest_exact2d_backward", "_upsample_nearest_exact3d_backward")})
 
 
 def test_every_mapped_backward_op_is_compared_against_eager_in_half_precision() -> None:
