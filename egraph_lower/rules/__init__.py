@@ -24,7 +24,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + conv.RULES + attention.RULES
                                + indexing.RULES + scatter.RULES + groupnorm.RULES + math.RULES
                                + math_kinds.RULES + loss.RULES
-                               + reductions.RULES)
+                               + reductions.RULES
+                               + pool.V3)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:
