@@ -13,4 +13,11 @@ ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("nn.functional.adaptive_max_pool1d", ""): ("adaptive_max_pool2d_backward",),
     ("nn.functional.adaptive_max_pool2d", ""): ("adaptive_max_pool2d_backward",),
     ("nn.functional.adaptive_max_pool3d", ""): ("adaptive_max_pool3d_backward",),
+    # max unpooling's gradient is a gather of dy at the indices. The "grad" variants' samples: of
+    # non-overlapping windows. The plain ones name positions twice, where eager's max_unpool lets
+    # its threads race (its winner changes with torch.get_num_threads()): no eager value to compare
+    # with, so they are not listed; the format's MaxUnpool says the last window wins (opdefs/unpool.py)
+    ("nn.functional.max_unpool1d", "grad"): ("gather",),
+    ("nn.functional.max_unpool2d", "grad"): ("gather",),
+    ("nn.functional.max_unpool3d", "grad"): ("gather",),
 }

@@ -189,3 +189,36 @@ def test_bad_3d_pooling_nodes_are_refused_in_one_line(node: dict[str, Any], word
         el.from_json(_document([_inp(0, [1, 1, 4, 4, 4]), full], 3))
     message = str(e.value)
     assert "\n" not in message and "node 1" in message and words in message, message
+
+
+def test_max_unpool_writes_each_value_at_its_index_and_the_last_window_wins() -> None:
+    x = np.arange(1.0, 9.0).reshape(1, 1, 1, 8)
+    idx = np.array([3, 3, 1, 3, 1, 0, 5, 5]).reshape(1, 1, 1, 8)
+    y = apply("MaxUnpool2d", {"output_size": [1, 6]}, [x, idx], "f64")
+    assert y[0, 0, 0].tolist() == [6.0, 5.0, 0.0, 4.0, 0.0, 8.0]
+    with pytest.raises(el.LowerError, match="MaxUnpool2d: index 6 is outside the 1 x 6 volume"):
+        apply("MaxUnpool2d", {"output_size": [1, 6]}, [x, np.where(idx == 5, 6, idx)], "f64")
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu", "tpu", "mlx"])
+def test_lowered_max_unpool_agrees_where_windows_overlap(target: str) -> None:
+    """Overlapping windows (kernel 3, stride 1) name positions several times: Scatter (metal, tpu) and
+    the one-hot form (wgpu, mlx: no Scatter kernel) keep the last window's value, as the reference."""
+    b = GraphBuilder("unpool")
+    x2, x3 = b.input("x2", [2, 3, 6, 7]), b.input("x3", list(SHAPE3))
+    outs = []
+    for nd, x, shape in ((2, x2, [6, 7]), (3, x3, list(SHAPE3[2:]))):
+        attrs = {"kernel": [3] * nd, "stride": [1] * nd, "padding": [1] * nd, "dilation": [1] * nd}
+        idx = b.op(f"MaxPool{nd}dIndices", x, **attrs)
+        v = b.input(f"v{nd}", list(b.meta(idx)[0]))
+        outs.append(b.op(f"MaxUnpool{nd}d", v, idx, output_size=shape))
+    graph = b.build(outs)
+    result = el.lower(graph, target)
+    ops = result.graph.op_counts()
+    assert not {"MaxUnpool2d", "MaxUnpool3d"} & set(ops)
+    assert ("Scatter" in ops) == (target in ("metal", "tpu"))
+    rng = np.random.default_rng(4)
+    feeds = {n.attrs["name"]: rng.integers(-2, 3, size=n.shape).astype(np.float32) if n.attrs["name"][0] == "x"
+             else rng.standard_normal(n.shape).astype(np.float32) for n in graph.nodes if n.op == "Input"}
+    for got, want in zip(evaluate(result.graph, feeds), evaluate(graph, feeds)):
+        np.testing.assert_array_equal(got, want)

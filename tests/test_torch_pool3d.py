@@ -233,3 +233,36 @@ def test_unbatched_3d_pooling_is_lowered_through_a_reshape(pool: nn.Module) -> N
     torch.testing.assert_close(out, want)
     torch.testing.assert_close(compiled_x.grad, eager_x.grad, rtol=1e-4, atol=1e-5)
     assert be.unlowered_ops == {}, be.summary()
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+def test_max_unpool_matches_torch_on_one_thread_and_imports_one_to_one(nd: int) -> None:
+    """Overlapping windows name positions several times: on one thread torch's kernel writes in order
+    (the last window wins, the format's rule); on several its threads race."""
+    x = _input(True) if nd == 3 else _input(True)[:, :, 0]
+    pool = A.max_pool3d_with_indices if nd == 3 else A.max_pool2d_with_indices
+    values, indices = pool(x, [3] * nd, [1] * nd, [1] * nd, [1] * nd, False)
+    size = list(x.shape[2:])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        if nd == 3:
+            want = A.max_unpool3d(values, indices, size, [1] * 3, [1] * 3)
+        else:
+            want = A.max_unpool2d(values, indices, size)
+    finally:
+        torch.set_num_threads(threads)
+    got = apply(f"MaxUnpool{nd}d", {"output_size": size}, [values.numpy(), indices.numpy()], "f64")
+    np.testing.assert_array_equal(got, want.numpy())
+
+    def step(v: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+        if nd == 3:
+            return A.max_unpool3d(v, i, size, [1] * 3, [1] * 3)  # type: ignore[no-any-return]
+        return A.max_unpool2d(v, i, size)  # type: ignore[no-any-return]
+
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    imported = elt.import_graph(make_fx(step)(values, indices), [values, indices])
+    assert [n.op for n in imported.graph.nodes].count(f"MaxUnpool{nd}d") == 1
+    module = elt.export_graph(imported.graph, imported.signature)
+    assert torch.equal(module(values, indices), want)

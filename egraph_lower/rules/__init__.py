@@ -17,6 +17,7 @@ from . import attention, groupnorm, indexing, scatter
 from . import math, math_kinds
 from . import loss
 from . import reductions
+from . import unpool
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -25,7 +26,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + indexing.RULES + scatter.RULES + groupnorm.RULES + math.RULES
                                + math_kinds.RULES + loss.RULES
                                + reductions.RULES
-                               + pool.V3)
+                               + pool.V3
+                               + unpool.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

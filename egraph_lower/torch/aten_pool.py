@@ -12,7 +12,8 @@ are refused.
 The 1-D poolings reach the backend as 2-D ones over an unsqueezed input (aten's own `max_pool1d`,
 `avg_pool1d` and `adaptive_*_pool1d` are composites of them); the Core ATen overloads `avg_pool1d`
 and `adaptive_avg_pool1d` are mapped the same way: the 2-D op over a unit H axis (kernel 1, stride
-1, no padding along it), through a Reshape.
+1, no padding along it), through a Reshape. `max_unpool{2,3}d` map onto `MaxUnpool{2,3}d` (their
+gradient reaches the backend as a `gather`).
 """
 
 from __future__ import annotations
@@ -178,3 +179,17 @@ def _avg_pool1d(ctx: Context, a: dict[str, Any]) -> int:
 def _adaptive_avg_pool1d(ctx: Context, a: dict[str, Any]) -> int:
     size = [1, *_ints(ctx, a["output_size"], "output_size", 1)]
     return _like(ctx, ctx.add("AdaptiveAvgPool2d", (_unit_h(ctx, a),), {"output_size": size}))
+
+
+def _max_unpool(nd: int) -> Any:
+    def handler(ctx: Context, a: dict[str, Any]) -> int:
+        _input_shape(ctx, a["self"], nd)
+        x = _batched(ctx, ctx.cast(ctx.t(a["self"]), ctx.out_dtype()), nd)
+        idx = _batched(ctx, ctx.t(a["indices"]), nd)
+        size = _ints(ctx, a["output_size"], "output_size", nd)
+        return _like(ctx, ctx.add(f"MaxUnpool{nd}d", (x, idx), {"output_size": size}))
+    return handler
+
+
+for _nd in (2, 3):  # max_unpool3d's stride and padding only check the sizes; the indices say where
+    handles(f"max_unpool{_nd}d.default")(_max_unpool(_nd))

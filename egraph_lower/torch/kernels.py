@@ -53,7 +53,7 @@ from .kernels_reduce import arg_reduce, arg_scan, log_cum_sum_exp, prod, scan, v
 from .kernels_pool import (adaptive_avg_pool3d, adaptive_avg_pool3d_backward, adaptive_max_pool2d,
                            adaptive_max_pool2d_backward, adaptive_max_pool2d_indices, adaptive_max_pool3d,
                            adaptive_max_pool3d_backward, adaptive_max_pool3d_indices, avg_pool3d, avg_pool3d_backward,
-                           max_pool3d, max_pool3d_backward, max_pool3d_indices)
+                           max_pool3d, max_pool3d_backward, max_pool3d_indices, max_unpool2d, max_unpool3d)
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -87,7 +87,7 @@ __all__ += ["var", "arg_reduce", "scan", "log_cum_sum_exp", "arg_scan"]
 __all__ += ["adaptive_avg_pool3d", "adaptive_avg_pool3d_backward", "adaptive_max_pool2d", "adaptive_max_pool2d_backward",
             "adaptive_max_pool2d_indices", "adaptive_max_pool3d", "adaptive_max_pool3d_backward",
             "adaptive_max_pool3d_indices", "avg_pool3d", "avg_pool3d_backward", "max_pool3d", "max_pool3d_backward",
-            "max_pool3d_indices"]
+            "max_pool3d_indices", "max_unpool2d", "max_unpool3d"]
 
 
 def _dtype(name: str) -> torch.dtype:

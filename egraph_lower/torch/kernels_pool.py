@@ -161,3 +161,17 @@ def pool_weights(dy: Tensor, axis: int, kernel: Sequence[int], stride: Sequence[
 def adaptive_pool_weights(dy: Tensor, axis: int, input_shape: Sequence[int]) -> Tensor:
     m = pool_math.adaptive_weights(int(input_shape[2 + axis]), int(dy.shape[2 + axis]))
     return torch.tensor(m, dtype=dy.dtype, device=dy.device)
+
+
+def max_unpool2d(x: Tensor, indices: Tensor, output_size: Sequence[int]) -> Tensor:
+    """MaxUnpool{2,3}d: x written at its indices into zeros; of repeated indices the last window wins
+    (torch's max_unpool leaves that to its threads: a scatter along the flattened volume writes in
+    order on CPU, as the format says)."""
+    n, c = int(x.shape[0]), int(x.shape[1])
+    cells = math.prod(x.shape[2:])
+    y = torch.zeros((n, c, math.prod(int(v) for v in output_size)), dtype=x.dtype, device=x.device)
+    y.scatter_(2, indices.reshape(n, c, cells), x.reshape(n, c, cells))
+    return y.reshape(n, c, *(int(v) for v in output_size))
+
+
+max_unpool3d = max_unpool2d

@@ -85,3 +85,30 @@ def _env(dtype: str, lhs: App, attrs: dict[str, Any], nd: int) -> dict[str, obje
     dy = rng.choice(np.array(DY), size=(*ishape[:2], *out)) * rng.uniform(0.5, 2.0, size=(*ishape[:2], *out))
     env["dy"] = round_to(dy, dtype)
     return env
+
+
+UNPOOL = {2: {"kernel": [3, 2], "stride": [2, 1], "padding": [1, 0], "dilation": [1, 1], "ceil_mode": True},
+          3: {"kernel": [2, 3, 2], "stride": [2, 2, 1], "padding": [1, 1, 0], "dilation": [1, 1, 1], "ceil_mode": True}}
+
+
+def unpool_domain(rule: Rule, dtype: str) -> dict[str, object]:
+    """Max unpooling of max pooling's values and indices on x [2, 3, 7, 8] (3-D: [2, 2, 5, 6, 7]) of
+    small integers (ties) with a -inf plane, overlapping windows (kernel 3 stride 2; positions named
+    by several windows: the last writer must win) and a clipped ceil-mode window; x, the unpooled
+    values, as dy for batch norm with an infinity and a NaN (written where they are and nowhere else)."""
+    from ...opdefs import pool_math
+
+    assert isinstance(rule.lhs, App)
+    ctor = language.CTORS[rule.lhs.ctor]
+    nd = 3 if "3d" in ctor.op else 2
+    rng = np.random.default_rng(5)
+    ishape = ISHAPE[nd]
+    idx = pool_math.max_pool(UNPOOL[nd], _tied_x(rng, ishape))[1]
+    x = rng.choice(np.array(DY), size=idx.shape) * rng.uniform(0.5, 2.0, size=idx.shape)
+    x.reshape(-1)[[3, 17]] = [np.inf, np.nan]
+    env: dict[str, object] = {"x": round_to(x, dtype), "idx": idx}
+    given = {"output_size": ishape[2:]}
+    for var, f in zip(rule.lhs.params, ctor.fields):
+        if isinstance(var, str) and var.isidentifier():
+            env[var] = f.encode(given if f.attr == WHOLE else given[f.attr], (idx.shape, idx.shape))
+    return env
