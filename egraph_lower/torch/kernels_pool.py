@@ -83,6 +83,7 @@ def avg_pool2d(x: Tensor, kernel: Sequence[int], stride: Sequence[int], padding:
                                           divisor_override)
 
 
+@in_float32  # torch has no f16/bf16 avg_pool3d kernel on CPU; the format's op is the float64 value rounded once
 def avg_pool3d(x: Tensor, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
                ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     return torch.nn.functional.avg_pool3d(x, list(kernel), list(stride), list(padding), ceil_mode, count_include_pad,
