@@ -79,11 +79,10 @@ def _input_shape_attr(ranks: tuple[int, ...]) -> Attr:
 
 _CEIL, _INCLUDE = _flag("ceil_mode"), _flag("count_include_pad")
 _DIVISOR = Attr("divisor_override", _divisor_check, required=False)
-_AVG_TAIL = (ints("kernel"), ints("stride"), ints("padding"), _flag_field("ceil_mode"),
-             _flag_field("count_include_pad", True),
-             Field("divisor_override", I64, lambda v, rank: int(v or 0), lambda v: int(v) or None, default=None))
+_AVG_FIELDS = (ints("kernel"), ints("stride"), ints("padding"), _flag_field("ceil_mode"),
+               _flag_field("count_include_pad", True),
+               Field("divisor_override", I64, lambda v, rank: int(v or 0), lambda v: int(v) or None, default=None))
 _MAX_FIELDS = (ints("kernel"), ints("stride"), ints("padding"), ints("dilation"), _flag_field("ceil_mode"))
-_AVG_FIELDS = _AVG_TAIL
 
 
 def _max_attrs(nd: int) -> tuple[Attr, ...]:
