@@ -180,8 +180,8 @@ def test_3d_pooling_needs_version_3_and_2d_helpers_stay_version_2() -> None:
     ({"op": "AdaptiveMaxPool2d", "attrs": {"output_size": [2, 2]}, "shape": [1, 1, 2, 2]}, "rank 4"),
     ({"op": "PoolWeights", "attrs": {"axis": 2, "kernel": [2, 2], "stride": [2, 2], "padding": [0, 0],
                                      "input_shape": [1, 1, 4, 4]}, "shape": [2, 4]}, "spatial axis"),
-    ({"op": "MaxPool2dOneHot", "attrs": {"part": "Row", "input_shape": [1, 1, 4, 4, 4]}, "shape": [4, 1, 1, 2, 2, 2],
-      "inputs": [0, 0]}, "2-D pooling"),
+    ({"op": "MaxPool2dOneHot", "attrs": {"part": "Row", "input_shape": [1, 4, 4]}, "shape": [4, 1, 1, 4, 4, 4],
+      "inputs": [0, 0]}, "rank 4 (N, C, H, W) or 5 (N, C, D, H, W)"),
 ])
 def test_bad_3d_pooling_nodes_are_refused_in_one_line(node: dict[str, Any], words: str) -> None:
     full = {"id": 1, "inputs": [0], "dtype": "f32", **node}
@@ -222,3 +222,24 @@ def test_lowered_max_unpool_agrees_where_windows_overlap(target: str) -> None:
              else rng.standard_normal(n.shape).astype(np.float32) for n in graph.nodes if n.op == "Input"}
     for got, want in zip(evaluate(result.graph, feeds), evaluate(graph, feeds)):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op", ["MaxPool3d", "AdaptiveMaxPool3d"])
+def test_wgpu_weighs_the_3d_max_pool_expansions_by_size(op: str) -> None:
+    """Without ScatterAdd: on a small volume the one-hot over the volume is cheapest; on a 8 x 16 x 16
+    one the separable form, whose one-hots are D * H + W long per window, not D * H * W."""
+    attrs = ({"kernel": [3, 3, 3], "stride": [2, 2, 2], "padding": [1, 1, 1], "dilation": [1, 1, 1]}
+             if op == "MaxPool3d" else {"output_size": [3, 5, 5]})
+    won = {}
+    for shape in ((2, 2, 4, 4, 4), (2, 4, 8, 16, 16)):
+        b = GraphBuilder("max pool 3-d backward")
+        idx = b.op(f"{op}Indices", b.input("x", list(shape)), **attrs)
+        dy = b.input("dy", list(b.meta(idx)[0]))
+        window = {k: v for k, v in attrs.items() if k != "output_size"}
+        graph = b.build([b.op(f"{op}Backward", dy, idx, **window, input_shape=list(shape))])
+        choice = next(c for c in el.explore(graph, "wgpu").report()["choices"] if c["op"] == f"{op}Backward")
+        (chosen,) = [a for a in choice["alternatives"] if a["chosen"]]
+        assert chosen["cost"] == min(a["cost"] for a in choice["alternatives"] if a["legal"])
+        won[shape[-1]] = chosen["rules"]
+    prefix = "maxpool3d" if op == "MaxPool3d" else "adaptive-maxpool3d"
+    assert won == {4: [f"{prefix}-bwd-onehot"], 16: [f"{prefix}-bwd-separable"]}

@@ -122,9 +122,11 @@ def test_3d_helper_kernels_match_the_evaluator() -> None:
     x = _input(True)
     _, idx = A.max_pool3d_with_indices(x, [3, 3, 2], [2, 2, 1], [1, 1, 1], [1, 1, 1], True)
     shape = list(x.shape)
-    got = kernels.max_pool2d_one_hot(idx, idx.double(), part="Plane", input_shape=shape)
-    want = apply("MaxPool2dOneHot", {"part": "Plane", "input_shape": shape}, [idx.numpy(), idx.double().numpy()], "f64")
-    np.testing.assert_array_equal(got.numpy(), want)
+    for part in ("Plane", "Row", "Col"):
+        got = kernels.max_pool2d_one_hot(idx, idx.double(), part=part, input_shape=shape)
+        want = apply("MaxPool2dOneHot", {"part": part, "input_shape": shape}, [idx.numpy(), idx.double().numpy()],
+                     "f64")
+        np.testing.assert_array_equal(got.numpy(), want)
     case = {"kernel": [3, 2, 3], "stride": [1, 2, 2], "padding": [1, 1, 1], "ceil_mode": True,
             "count_include_pad": False, "divisor_override": 3}
     dy = torch.zeros(2, 3, *apply("AvgPool3d", case, [x.numpy()], "f64").shape[2:], dtype=torch.float64)

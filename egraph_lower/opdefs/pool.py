@@ -15,9 +15,8 @@ Three helpers, which the pooling rules expand the backward ops into and which ev
 are of rank 4):
 - `MaxPool2dOneHot{part, input_shape}(indices, like)`: [L, *indices.shape] in like's dtype, 1
   where a window's index names position l of the spatial volume (`part` Plane: L = H * W, or
-  D * H * W), row l (`Row`, 2-D only: L = H, index // W) or column l (`Col`, 2-D only: L = W,
-  index % W), else 0: Iota, Compare and a Cast in one kernel (like, the pooling's dy, gives only
-  the dtype);
+  D * H * W), row l (`Row`: L = H, or D * H: index // W) or column l (`Col`: L = W, index % W),
+  else 0: Iota, Compare and a Cast in one kernel (like, the pooling's dy, gives only the dtype);
 - `PoolWeights{axis, ...AvgPool's attributes, input_shape}(dy)` and
   `AdaptivePoolWeights{axis, input_shape}(dy)`: the [O, L] matrix (O outputs, L inputs along
   spatial axis `axis`, 0 for the first) with which average pooling contracts each spatial axis
@@ -280,8 +279,6 @@ def _check_helper(keys: tuple[str, ...]) -> Any:
             if len(attrs[key]) != nd:
                 raise ValueError(f"attribute {key!r} {list(attrs[key])} has not one entry per spatial axis of "
                                  f"input_shape {show_shape(attrs['input_shape'])}")
-        if "part" in attrs:
-            PM.part_length(attrs["part"], attrs["input_shape"])
         if "kernel" in keys:
             _check_padding(attrs)
     return check

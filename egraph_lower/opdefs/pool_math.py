@@ -126,10 +126,9 @@ def max_pool_backward(input_shape: Sequence[int], dy: np.ndarray, indices: np.nd
 
 
 def part_length(part: str, input_shape: Sequence[int]) -> int:
-    """The one-hot's length: the spatial volume (Plane), H (Row) or W (Col; Row and Col of 2-D only)."""
-    if part != "Plane" and len(input_shape) != 4:
-        raise ValueError(f"part {part} is of a 2-D pooling's indices, not of input_shape of rank {len(input_shape)}")
-    return {"Plane": math.prod(input_shape[2:]), "Row": input_shape[2], "Col": input_shape[-1]}[part]
+    """The one-hot's length: the spatial volume (Plane), the volume without its last axis (Row: H in
+    2-D, D * H in 3-D) or the last axis (Col: W)."""
+    return {"Plane": math.prod(input_shape[2:]), "Row": math.prod(input_shape[2:-1]), "Col": input_shape[-1]}[part]
 
 
 def one_hot(part: str, input_shape: Sequence[int], indices: np.ndarray) -> np.ndarray:

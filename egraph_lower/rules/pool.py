@@ -6,9 +6,10 @@ Four forms:
 - `maxpool-bwd-onehot`: the one-hot over the whole spatial volume, [prod S, N, C, *O], selects dy
   (broadcast; a select, not a product, so an infinite dy stays where it goes), summed over the
   windows, then laid out as [N, C, *S];
-- `maxpool-bwd-separable` (2-D): [p = (h, w)] = [p // W = h] [p % W = w], so per (n, c, oh) the sum
-  over ow is a MatMul of the row one-hot (masking dy) [H, OW] by the column one-hot [OW, W],
-  and the sum over oh a Reduce: memory H + W (and OH * H * W) per window instead of H * W.
+- `maxpool-bwd-separable`: [p = (r, w)] = [p // W = r] [p % W = w] (r = h in 2-D, (d, h) in 3-D),
+  so per window row (n, c, oh; or n, c, od, oh) the sum over ow is a MatMul of the row one-hot
+  (masking dy) [R, OW] by the column one-hot [OW, W], and the sum over the other window axes a
+  Reduce: memory R + W (and R * W per window row) per window instead of R * W.
 - `maxpool-bwd-tiled`: when the windows tile the volume (kernel = stride, no padding or dilation,
   every window whole), a position is in one window at most, so there is no sum: each window's dy
   and index repeated over the window (Reshape, Expand, Reshape, zeros past the last window), and dy
@@ -18,7 +19,7 @@ Four forms:
   tensors) at the positions idx names, then laid out as [N, C, *S]; only for a backend with
   ScatterAdd. Each window's gradient goes to the one element its index names, so ties are
   PyTorch's (the index the forward chose), overlapping windows add up.
-Adaptive max pooling's windows vary in size, so it has the one-hot and the scatter forms.
+Adaptive max pooling's windows vary in size, so it has the one-hot, separable and scatter forms.
 Average pooling (plain and adaptive): y = x contracted with W_a along each spatial axis a (2-D:
 Wh x Ww^T per plane), so dx = dy contracted with each W_a^T; the contractions in either order
 (2-D `...-cols-first`: Wh^T (dy Ww), `...-rows-first`: (Wh^T dy) Ww; 3-D `...-w-first`: W then H
@@ -36,6 +37,21 @@ def _onehot(name: str, lhs: str, nd: int) -> Rule:
     return rule(name, f"dx[p] = sum_o dy[o] [idx[o] = p] (one-hot over the {'H*W plane' if nd == 2 else 'D*H*W volume'})",
                 lhs, f"(Reshape ishape (Transpose [1,2,0] (sum {_SPATIAL[nd]}"
                 " (where (!= (OneHot.Plane ishape idx dy) 0) dy 0))))", group="backward")
+
+
+def _separable(name: str, lhs: str, nd: int) -> Rule:
+    """dx over (R, W), R the volume without its last axis: per window row (n, c, *o without its last)
+    a MatMul of the row one-hot [R, OW] (masking dy) by the column one-hot [OW, W], summed over the
+    other window axes."""
+    k = nd + 3  # the one-hot's rank: [L, N, C, *O]
+    rows = "[" + ",".join(map(str, [*range(1, k - 1), 0, k - 1])) + "]"  # [N, C, *O[:-1], R, OW]
+    cols = "[" + ",".join(map(str, [*range(1, k), 0])) + "]"  # [N, C, *O, W]
+    axes = "[" + ",".join(map(str, range(2, nd + 1))) + "]"  # the window axes but the last
+    body = (f"(sum {axes} (MatMul (Transpose {rows} (where (!= (OneHot.Row ishape idx dy) 0) dy 0))"
+            f" (Transpose {cols} (OneHot.Col ishape idx dy))))")
+    return rule(name, f"dx[r, w] = sum_o' (sum_ow [idx // W = r] dy [idx % W = w]) (a MatMul over ow; r = "
+                f"{'h' if nd == 2 else '(d, h)'})", lhs, body if nd == 2 else f"(Reshape ishape {body})",
+                group="backward")
 
 
 def _scatter(name: str, lhs: str) -> Rule:
@@ -59,13 +75,8 @@ def _max_forms(nd: int) -> tuple[Rule, ...]:
     pads = " ".join(f"pad{a}" for a in range(nd))
     fields = f"k s p d c ishape dflat plane {{}} up exp upn {pads} xflat"
     lhs, tiled = f"({op} {fields.format('tiled')} dy idx)", f"({op} {fields.format('1')} dy idx)"
-    forms = [_onehot(f"maxpool{suffix}-bwd-onehot", lhs, nd)]
-    if nd == 2:
-        forms.append(rule(
-            "maxpool-bwd-separable", "dx[h, w] = sum_oh (sum_ow [idx // W = h] dy [idx % W = w]) (a MatMul over ow)",
-            lhs, "(sum [2] (MatMul (Transpose [1,2,3,0,4] (where (!= (OneHot.Row ishape idx dy) 0) dy 0))"
-            " (Transpose [1,2,3,4,0] (OneHot.Col ishape idx dy))))", group="backward"))
-    forms.append(_scatter(f"maxpool{suffix}-bwd-scatter", lhs))
+    forms = [_onehot(f"maxpool{suffix}-bwd-onehot", lhs, nd), _separable(f"maxpool{suffix}-bwd-separable", lhs, nd),
+             _scatter(f"maxpool{suffix}-bwd-scatter", lhs)]
     forms.append(rule(
         f"maxpool{suffix}-bwd-tiled", f"dx[p] = dy[p // s] [idx[p // s] = flat p] when the windows tile the"
         f" {'plane' if nd == 2 else 'volume'} (kernel = stride, no padding or dilation): elementwise, each position"
@@ -78,7 +89,8 @@ def _max_forms(nd: int) -> tuple[Rule, ...]:
 def _adaptive_max_forms(nd: int) -> tuple[Rule, ...]:
     lhs, suffix = f"(AdaptiveMaxPool{nd}dBackward ishape dflat plane dy idx)", "" if nd == 2 else f"{nd}d"
     return (_onehot(f"adaptive-maxpool{suffix}-bwd-onehot", lhs, nd),
-            _scatter(f"adaptive-maxpool{suffix}-bwd-scatter", lhs))
+            _scatter(f"adaptive-maxpool{suffix}-bwd-scatter", lhs),
+            _separable(f"adaptive-maxpool{suffix}-bwd-separable", lhs, nd))
 
 
 _AVG = "k s p c cip dv ishape"
