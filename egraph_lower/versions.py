@@ -121,11 +121,26 @@ def _value_key(op: str, key: str) -> str | None:
     return None
 
 
+# The pooling helpers of version 2 are of 2-D pooling (input_shape of rank 4); version 3 also
+# declares them of 3-D pooling (rank 5), which a version-2 document cannot hold.
+_PLANAR = frozenset({"MaxPool2dOneHot", "PoolWeights", "AdaptivePoolWeights"})
+
+
+def _beyond(frozen: Frozen, op: str, attrs: Mapping[str, Any]) -> str | None:
+    """What of a node's attribute values (not names) `frozen` cannot hold (None: it holds them)."""
+    if op in _PLANAR and frozen.number <= 2 and len(attrs.get("input_shape", ())) != 4:
+        return f"{op} of 3-D pooling (input_shape of rank {len(attrs.get('input_shape', ()))})"
+    return None
+
+
 def newer_than(frozen: Frozen, op: str, attrs: Mapping[str, Any], dtype: str) -> str | None:
     """What of a node `frozen` cannot hold, in words (None: it holds all of it)."""
     takes = frozen.ops.get(op)
     if takes is None:
         return f"op {op}"
+    beyond = _beyond(frozen, op, attrs)
+    if beyond is not None:
+        return beyond
     for key, value in attrs.items():
         if key not in takes:
             return f"attribute {key!r} of {op}"
@@ -163,7 +178,7 @@ def first_newer(nodes: Iterable[_Node], version: int) -> tuple[_Node, str, int] 
 def _fits(frozen: Frozen, op: str, attrs: Mapping[str, Any], dtype: str) -> bool:
     """`newer_than(...) is None`, without wording what is newer (the writer asks it of every node)."""
     takes = frozen.ops.get(op)
-    if takes is None or dtype not in frozen.dtypes:
+    if takes is None or dtype not in frozen.dtypes or _beyond(frozen, op, attrs) is not None:
         return False
     for key, value in attrs.items():
         if key not in takes:

@@ -52,3 +52,5 @@ from opinfo_unary2 import ENTRIES as _unary2  # noqa: E402
 OPINFO_BACKWARD.update(_unary2)
 from opinfo_resample import ENTRIES as _resample  # noqa: E402
 OPINFO_BACKWARD.update(_resample)
+from opinfo_pool import ENTRIES as _pool  # noqa: E402
+OPINFO_BACKWARD.update(_pool)

@@ -20,6 +20,7 @@ Tensor = Any
 Case = Callable[[Callable[..., Tensor]], tuple[Callable[..., Tensor], tuple[Any, ...], dict[str, Any]]]
 CONV = {"stride": [1, 1], "padding": [1, 1], "dilation": [1, 1], "groups": 1}
 POOL = {"kernel": [3, 3], "stride": [1, 1], "padding": [1, 1]}
+POOL3 = {"kernel": [3, 3, 3], "stride": [1, 1, 1], "padding": [1, 1, 1]}
 
 
 def _attention_grads(which: str, r: Callable[..., Tensor]) -> tuple[Callable[..., Tensor], tuple[Any, ...],
@@ -83,6 +84,11 @@ CHANGED: dict[str, Case] = {
                                  {"axis": 0, "reduce": "mean", "include_self": True}),
     "scan": lambda r: (K.scan, (r(30, 200).abs() * 0.1 + 0.95,), {"op": "Mul", "axis": 1}),
     "prod": lambda r: (K.prod, (r(30, 200).abs() * 0.1 + 0.95,), {"axes": [1]}),
+    "avg_pool3d": lambda r: (K.avg_pool3d, (r(2, 3, 5, 6, 7),), {**POOL3, "count_include_pad": False}),
+    "avg_pool3d_backward": lambda r: (K.avg_pool3d_backward, (r(2, 3, 5, 6, 7),),
+                                      {**POOL3, "input_shape": [2, 3, 5, 6, 7]}),
+    "adaptive_avg_pool3d_backward": lambda r: (K.adaptive_avg_pool3d_backward, (r(2, 3, 3, 4, 2),),
+                                               {"input_shape": [2, 3, 7, 9, 5]}),
 }
 
 FINE: dict[str, Case] = {

@@ -66,6 +66,8 @@ GOOD = one("Binary", [X48, X48], [4, 8], attrs={"op": "Add"})
 
 POOL = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1]}
 POOL_AVG = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0]}
+POOL3 = {"kernel": [2, 2, 2], "stride": [2, 2, 2], "padding": [0, 1, 0], "dilation": [1, 1, 1]}
+POOL3_AVG = {"kernel": [2, 2, 2], "stride": [2, 2, 2], "padding": [0, 1, 0]}
 _CONV = {"stride": [2, 1], "padding": [1, 0], "dilation": [1, 2], "groups": 2}  # convolution nodes of ALL_OPS
 # A valid document with every op of the format.
 ALL_OPS = doc(
@@ -208,6 +210,24 @@ ALL_OPS = doc(
     node(1508, "WindowOneHot", [0], [6, 7], F, {"windows": 3, "size": 2, "step": 2, "dilation": 1, "length": 7,
                                                 "kernel_major": False}),
     node(1509, "WindowIndex", [0], [3, 2], "i64", {"windows": 3, "size": 2, "step": 2}),
+    # 3-D and adaptive max pooling (version 3, ops-pool: ids 1520-1549)
+    inp(1520, [1, 2, 4, 4, 4], name="p3"),
+    node(1521, "MaxPool3d", [1520], [1, 2, 2, 3, 2], F, POOL3),
+    node(1522, "MaxPool3dIndices", [1520], [1, 2, 2, 3, 2], "i64", POOL3),
+    node(1523, "AvgPool3d", [1520], [1, 2, 2, 3, 2], F, POOL3_AVG),
+    node(1524, "AdaptiveAvgPool3d", [1520], [1, 2, 3, 2, 3], F, {"output_size": [3, 2, 3]}),
+    node(1525, "AdaptiveMaxPool3d", [1520], [1, 2, 3, 2, 3], F, {"output_size": [3, 2, 3]}),
+    node(1526, "AdaptiveMaxPool3dIndices", [1520], [1, 2, 3, 2, 3], "i64", {"output_size": [3, 2, 3]}),
+    node(1527, "MaxPool3dBackward", [1521, 1522], [1, 2, 4, 4, 4], F, {**POOL3, "input_shape": [1, 2, 4, 4, 4]}),
+    node(1528, "AvgPool3dBackward", [1523], [1, 2, 4, 4, 4], F, {**POOL3_AVG, "input_shape": [1, 2, 4, 4, 4]}),
+    node(1529, "AdaptiveAvgPool3dBackward", [1524], [1, 2, 4, 4, 4], F, {"input_shape": [1, 2, 4, 4, 4]}),
+    node(1530, "AdaptiveMaxPool3dBackward", [1525, 1526], [1, 2, 4, 4, 4], F, {"input_shape": [1, 2, 4, 4, 4]}),
+    node(1531, "AdaptiveMaxPool2d", [64], [1, 1, 3, 3], F, {"output_size": [3, 3]}),
+    node(1532, "AdaptiveMaxPool2dIndices", [64], [1, 1, 3, 3], "i64", {"output_size": [3, 3]}),
+    node(1533, "AdaptiveMaxPool2dBackward", [1531, 1532], [1, 1, 4, 4], F, {"input_shape": [1, 1, 4, 4]}),
+    node(1534, "PoolWeights", [1523], [2, 4], F, {**POOL3_AVG, "axis": 2, "input_shape": [1, 2, 4, 4, 4]}),
+    node(1535, "MaxUnpool3d", [1521, 1522], [1, 2, 4, 4, 4], F, {"output_size": [4, 4, 4]}),
+    node(1536, "MaxUnpool2d", [1531, 1532], [1, 1, 4, 5], F, {"output_size": [4, 5]}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -218,7 +238,8 @@ ALL_OPS = doc(
              408,
              854, 855, 856, 857, 858, 859, 860, 861,
              1200, 1201, 1202, 1203, 1204, 1205,
-             1501, 1502, 1503, 1505, 1507, 1508, 1509],
+             1501, 1502, 1503, 1505, 1507, 1508, 1509,
+             1527, 1528, 1529, 1530, 1533, 1534, 1535, 1536],
     name="all ops",
 )
 

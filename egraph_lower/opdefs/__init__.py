@@ -23,6 +23,7 @@ from . import loss
 from . import reductions
 from . import resample
 from . import unfold
+from . import unpool
 from .base import Ctor, Head, OpDef
 
 
@@ -53,7 +54,9 @@ FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, r
             indexing.OPS, scatter.OPS, groupnorm.OPS, loss.OPS,
             reductions.OPS,
             resample.OPS,
-            unfold.OPS)
+            unfold.OPS,
+            pool.V3,
+            unpool.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

@@ -19,6 +19,7 @@ from . import loss
 from . import reductions
 from . import resample
 from . import unfold
+from . import unpool
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -28,7 +29,9 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + math_kinds.RULES + loss.RULES
                                + reductions.RULES
                                + resample.RULES
-                               + unfold.RULES)
+                               + unfold.RULES
+                               + pool.V3
+                               + unpool.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

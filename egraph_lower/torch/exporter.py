@@ -10,7 +10,7 @@ to the PyTorch function of its op in `kernels` (attributes as keyword arguments)
 So the generated code reads like the graph and a step pays no per-call dispatch on
 dtypes. Each result the FX graph promised a layout and a storage of its own goes through
 `contract.as_layout` (its strides; a copy where the lowered graph computes it as an
-argument, a constant or another result). One exception: a MaxPool2d and a MaxPool2dIndices of the same input (a training
+argument, a constant or another result). One exception: a MaxPool2d and a MaxPool2dIndices of the same input (3-D and adaptive alike; a training
 step's forward takes both) are one `max_pool2d_with_indices` call, as in eager. Constants are buffers of the module (they follow `.to(device)`). The module
 returns a tuple (or the single value, as the signature says).
 """
@@ -34,7 +34,7 @@ from ..graph import Graph, Node
 from . import kernels
 from .common import FORMAT_TO_TORCH, Signature
 from .contract import as_layout
-from .kernels_pool import max_pool2d_with_indices
+from .kernels_pool import adaptive_max_pool_with_indices, max_pool2d_with_indices
 
 
 def _constant_tensor(node: Node) -> torch.Tensor:
@@ -86,10 +86,11 @@ def export_graph(graph: Graph, signature: Signature | None = None, boxed: bool =
     pooled = _pooled_together(graph)
     for node in graph.nodes:
         key = _pool_key(node)
-        if key in pooled:  # one max_pool2d_with_indices call for the values and the indices of one x
+        if key in pooled:  # one max_pool*_with_indices call for the values and the indices of one x
+            fn, which = _POOLS[node.op]
             if not isinstance(pooled[key], fx.Node):
-                pooled[key] = g.call_function(max_pool2d_with_indices, (env[node.inputs[0]],), dict(node.attrs))
-            env[node.id] = g.call_function(operator.getitem, (pooled[key], int(node.op == "MaxPool2dIndices")))
+                pooled[key] = g.call_function(fn, (env[node.inputs[0]],), dict(node.attrs))
+            env[node.id] = g.call_function(operator.getitem, (pooled[key], which))
             roots[node.id] = frozenset((str(node.id),))
             continue
         env[node.id], roots[node.id] = _emit(g, root, node, args, env, roots, by_id)
@@ -140,20 +141,27 @@ def export_graph(graph: Graph, signature: Signature | None = None, boxed: bool =
     return fx.GraphModule(root, g, class_name="LoweredGraph")
 
 
-_POOLS = ("MaxPool2d", "MaxPool2dIndices")
+# the max poolings (plain and adaptive, 2-D and 3-D) whose values and indices are one torch call:
+# op -> (that call, which of its results the op is)
+_POOLS: dict[str, tuple[Any, int]] = {
+    **{f"MaxPool{nd}d{part}": (max_pool2d_with_indices, i) for nd in (2, 3) for i, part in enumerate(("", "Indices"))},
+    **{f"AdaptiveMaxPool{nd}d{part}": (adaptive_max_pool_with_indices, i)
+       for nd in (2, 3) for i, part in enumerate(("", "Indices"))},
+}
 
 
-def _pool_key(node: Node) -> tuple[int, str] | None:
-    """What a MaxPool2d or MaxPool2dIndices node computes: its x and attributes (None: another op)."""
+def _pool_key(node: Node) -> tuple[int, str, str] | None:
+    """What a max pooling's values or indices node computes: its x, its call and attributes (None:
+    another op)."""
     if node.op not in _POOLS:
         return None
-    return node.inputs[0], json.dumps(node.attrs, sort_keys=True)
+    return node.inputs[0], node.op.removesuffix("Indices"), json.dumps(node.attrs, sort_keys=True)
 
 
-def _pooled_together(graph: Graph) -> dict[tuple[int, str], fx.Node | None]:
+def _pooled_together(graph: Graph) -> dict[tuple[int, str, str], fx.Node | None]:
     """The max poolings whose values and indices the graph both takes (the forward of a training step
     saves the indices for the gradient): eager computes them in one call, and so does the export."""
-    seen: dict[tuple[int, str], set[str]] = {}
+    seen: dict[tuple[int, str, str], set[str]] = {}
     for node in graph.nodes:
         key = _pool_key(node)
         if key is not None:

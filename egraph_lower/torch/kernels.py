@@ -52,6 +52,10 @@ from ..opdefs.binary_math import NEW_OPS as NEW_BINARY_OPS
 from .kernels_reduce import arg_reduce, arg_scan, log_cum_sum_exp, prod, scan, var
 from .kernels_resample import interpolate, interpolate_backward, interpolate_index, interpolate_weights
 from .kernels_resample import col2im, unfold, unfold_backward, window_index, window_one_hot
+from .kernels_pool import (adaptive_avg_pool3d, adaptive_avg_pool3d_backward, adaptive_max_pool2d,
+                           adaptive_max_pool2d_backward, adaptive_max_pool2d_indices, adaptive_max_pool3d,
+                           adaptive_max_pool3d_backward, adaptive_max_pool3d_indices, avg_pool3d, avg_pool3d_backward,
+                           max_pool3d, max_pool3d_backward, max_pool3d_indices, max_unpool2d, max_unpool3d)
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -84,6 +88,10 @@ __all__ += ["binary_cross_entropy", "binary_cross_entropy_backward", "huber_loss
 __all__ += ["var", "arg_reduce", "scan", "log_cum_sum_exp", "arg_scan"]
 __all__ += ["interpolate", "interpolate_backward", "interpolate_index", "interpolate_weights"]
 __all__ += ["col2im", "unfold", "unfold_backward", "window_index", "window_one_hot"]
+__all__ += ["adaptive_avg_pool3d", "adaptive_avg_pool3d_backward", "adaptive_max_pool2d", "adaptive_max_pool2d_backward",
+            "adaptive_max_pool2d_indices", "adaptive_max_pool3d", "adaptive_max_pool3d_backward",
+            "adaptive_max_pool3d_indices", "avg_pool3d", "avg_pool3d_backward", "max_pool3d", "max_pool3d_backward",
+            "max_pool3d_indices", "max_unpool2d", "max_unpool3d"]
 
 
 def _dtype(name: str) -> torch.dtype:
