@@ -242,3 +242,26 @@ def test_half_precision_2d_gradients_are_no_worse_than_eagers(mode: str, dtype: 
     margin = HALF_MARGIN * torch.finfo(dtype).eps * float(ref.abs().max())
     err, eager_err = float((got.double() - ref).abs().max()), float((eager.double() - ref).abs().max())
     assert err <= eager_err + margin, (err, eager_err, margin)
+
+
+@pytest.mark.parametrize("start, end", [(0, 2), (1, 3), (2, 5), (-3, None), (None, -4), (3, 3), (-100, 100)])
+def test_slice_scatter_of_step_1_is_the_slices_around_src(start: Any, end: Any) -> None:
+    """aten's circular padding writes its bands with slice_scatter: the positions before, src, the positions
+    after (the bounds clamped as Python's); its gradients are slice_scatter's too (a slice and zeros)."""
+    from egraph_lower.torch import backend as make_backend
+
+    x = torch.randn(3, 5, 2, dtype=torch.float64, requires_grad=True)
+    n = len(range(*slice(start, end).indices(5)))
+    src = torch.randn(3, n, 2, dtype=torch.float64, requires_grad=True)
+    torch._dynamo.reset()
+    be = make_backend("wgpu")
+    fn = torch.compile(lambda a, s: torch.slice_scatter(a, s, 1, start, end) * 3, backend=be, dynamic=False)
+    y = fn(x, src)
+    dy = torch.randn(y.shape, dtype=torch.float64)
+    got = torch.autograd.grad(y, (x, src), dy)
+    want_y = torch.slice_scatter(x, src, 1, start, end) * 3
+    want = torch.autograd.grad(want_y, (x, src), dy)
+    assert be.unlowered_ops == {} and all(not r.errors for r in be.graphs), be.summary()
+    torch.testing.assert_close(y, want_y, rtol=0, atol=0)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)

@@ -1,7 +1,7 @@
 """Every aten mapping, registered: importing this module fills `registry.HANDLERS` with the handlers
 of `aten.py` and of each family's module (softmax and MSE, index ops and losses, normalization,
 parametrised activations and slicing, pooling, convolution, attention, masks and ranges, elementwise
-math, reductions and scans)."""
+math, reductions and scans, mode padding)."""
 
 from __future__ import annotations
 
