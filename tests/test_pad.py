@@ -157,7 +157,7 @@ _CASES = [("Reflect", 5, 4, 1), ("Reflect", 5, 1, 0), ("Reflect", 2, 1, 1), ("Re
           ("Reflect", 5, 0, 0)]
 
 
-@pytest.mark.parametrize("backend", ["metal", "wgpu", "tpu"])
+@pytest.mark.parametrize("backend", ["metal", "wgpu", "tpu", "mlx"])
 @pytest.mark.parametrize("case", _CASES, ids=lambda c: "{}-n{}-{}-{}".format(*c))
 def test_every_padding_and_gradient_lowers_to_what_the_evaluator_says(case: tuple[str, int, int, int],
                                                                    backend: str) -> None:
@@ -180,7 +180,7 @@ def test_every_padding_and_gradient_lowers_to_what_the_evaluator_says(case: tupl
 
 
 @pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
-@pytest.mark.parametrize("backend", ["metal", "wgpu"])
+@pytest.mark.parametrize("backend", ["metal", "wgpu", "cpu"])
 def test_f_pad_through_the_backend_leaves_nothing_in_pytorch(mode: str, backend: str) -> None:
     from egraph_lower.torch import backend as make_backend
 
@@ -194,7 +194,8 @@ def test_f_pad_through_the_backend_leaves_nothing_in_pytorch(mode: str, backend:
     (got,) = torch.autograd.grad(y, x, dy)
     (want,) = torch.autograd.grad(F.pad(x, pad, mode=mode).sin(), x, dy)
     assert be.unlowered_ops == {} and all(not g.errors for g in be.graphs), be.summary()
-    assert sum(g.replaced for g in be.graphs) >= 1  # the backward at least runs lowered
+    if backend != "cpu":  # (cpu runs the graphs as they are: its kernels are aten's)
+        assert sum(g.replaced for g in be.graphs) >= 1  # the backward at least runs lowered
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
 
 
