@@ -133,8 +133,6 @@ def _op_mode_pad_backward(attrs: Attrs, args: Args, dtype: str, shape: Sequence[
 
 # ---- the e-node fields the rules read -------------------------------------------------------------
 
-BIG = 1 << 62  # a Slice end past any axis
-
 
 def geometry(attrs: Mapping[str, Any], shape: Sequence[int], backward: bool) -> dict[str, Any]:
     """The rules' fields of a node with `attrs` whose first input has `shape` (x's, or dy's for the backward)."""

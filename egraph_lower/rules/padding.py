@@ -64,7 +64,8 @@ _SAY = {"Reflect": ({1: "x[1]", 2: "flip(x[1:bp+1])"}, {1: "x[n-2]", 2: "flip(x[
         "Circular": ({1: "x[n-bp:]"}, {1: "x[:ap]"})}
 _SAY_BWD = {"Reflect": ({1: "dy[0] at 1", 2: "flip(dy[:bp]) at [1, bp+1)"},
                         {1: "dy[bp+n] at n-2", 2: "flip(dy[bp+n:]) at [n-1-ap, n-1)"}),
-            "Replicate": ({1: "dy[0] at 0", 2: "sum(dy[:bp]) at 0"}, {1: "dy[bp+n] at n-1", 2: "sum(dy[bp+n:]) at n-1"}),
+            "Replicate": ({1: "dy[0] at 0", 2: "sum(dy[:bp]) at 0"},
+                          {1: "dy[bp+n] at n-1", 2: "sum(dy[bp+n:]) at n-1"}),
             "Circular": ({1: "dy[:bp] at [n-bp, n)"}, {1: "dy[bp+n:] at [0, ap)"})}
 
 
