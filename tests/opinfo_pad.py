@@ -1,4 +1,4 @@
-"""OpInfos of the mode paddings (ops-pad: F.pad's reflect, replicate and circular variants), with the aten
+"""OpInfos of padding (ops-pad: F.pad's reflect, replicate, circular and constant variants), with the aten
 backward ops their gradients reach; `opinfo_ops.OPINFO_BACKWARD` takes them in. Circular padding has no
 backward op of its own: aten's composite `_pad_circular` writes its bands with slices, and its gradient
 is `slice_backward`s and adds."""
@@ -11,4 +11,7 @@ ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("nn.functional.pad", "replicate"): ("replication_pad1d_backward", "replication_pad3d_backward"),
     ("nn.functional.pad", "replicate_negative"): ("replication_pad2d_backward",),
     ("nn.functional.pad", "circular"): ("slice_backward",),
+    # constant padding's gradient is constant_pad_nd with the pads negated (a crop)
+    ("nn.functional.pad", "constant"): ("constant_pad_nd",),
+    ("constant_pad_nd", ""): ("constant_pad_nd",),
 }

@@ -266,3 +266,24 @@ def test_slice_scatter_of_step_1_is_the_slices_around_src(start: Any, end: Any) 
     torch.testing.assert_close(y, want_y, rtol=0, atol=0)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("pad, value", [((1, 2, 0, 1), 0.0), ((-1, 2, 1, -1), 1.5), ((0, -3, -1, -1), 0.0),
+                                        ((2, -1), -2.0)])
+def test_constant_pad_nd_with_negative_pads_crops_and_its_backward_lowers(pad: tuple[int, ...], value: float) -> None:
+    """constant_pad_nd's backward is constant_pad_nd with the pads negated: a crop (a Slice first), so that a
+    constant padding's gradient, of positive pads too, no longer runs in PyTorch."""
+    from egraph_lower.torch import backend as make_backend
+
+    torch._dynamo.reset()
+    be = make_backend("wgpu")
+    fn = torch.compile(lambda t: F.pad(t, pad, value=value).sin(), backend=be, dynamic=False)
+    x = torch.randn(2, 3, 4, 5, dtype=torch.float64, requires_grad=True)
+    y = fn(x)
+    dy = torch.randn(y.shape, dtype=torch.float64)
+    (got,) = torch.autograd.grad(y, x, dy)
+    want_y = F.pad(x, pad, value=value).sin()
+    (want,) = torch.autograd.grad(want_y, x, dy)
+    assert be.unlowered_ops == {} and all(not r.errors for r in be.graphs), be.summary()
+    torch.testing.assert_close(y, want_y, rtol=0, atol=0)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
