@@ -228,6 +228,9 @@ ALL_OPS = doc(
     node(1534, "PoolWeights", [1523], [2, 4], F, {**POOL3_AVG, "axis": 2, "input_shape": [1, 2, 4, 4, 4]}),
     node(1535, "MaxUnpool3d", [1521, 1522], [1, 2, 4, 4, 4], F, {"output_size": [4, 4, 4]}),
     node(1536, "MaxUnpool2d", [1531, 1532], [1, 1, 4, 5], F, {"output_size": [4, 5]}),
+    # mode padding (version 3, ops-pad: ids 1400-1409)
+    node(1400, "ModePad", [0], [2, 4], F, {"axis": 1, "mode": "Reflect", "before": 2, "after": -1}),
+    node(1401, "ModePadBackward", [1400], [2, 3], F, {"axis": -1, "mode": "Circular", "before": 1, "after": 0}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -239,7 +242,8 @@ ALL_OPS = doc(
              854, 855, 856, 857, 858, 859, 860, 861,
              1200, 1201, 1202, 1203, 1204, 1205,
              1501, 1502, 1503, 1505, 1507, 1508, 1509,
-             1527, 1528, 1529, 1530, 1533, 1534, 1535, 1536],
+             1527, 1528, 1529, 1530, 1533, 1534, 1535, 1536,
+             1401],
     name="all ops",
 )
 
@@ -794,10 +798,11 @@ def test_memos_pass_only_what_the_checks_pass(d: Any, words: str | None) -> None
 
 
 def _doubled(d: dict[str, Any]) -> dict[str, Any]:
-    """The document with a second copy of every node after it (ids + 100, the same inputs): each
-    node's checks are memoised on its first copy, then met again."""
+    """The document with a second copy of every node after it (ids past the largest, the same inputs):
+    each node's checks are memoised on its first copy, then met again."""
     d = copy.deepcopy(d)
-    copies = [{**copy.deepcopy(n), "id": n["id"] + 100} for n in d["nodes"] if n["op"] not in ("Input", "Param")]
+    shift = 1 + max(n["id"] for n in d["nodes"])
+    copies = [{**copy.deepcopy(n), "id": n["id"] + shift} for n in d["nodes"] if n["op"] not in ("Input", "Param")]
     return {**d, "nodes": d["nodes"] + copies}
 
 

@@ -51,7 +51,9 @@ _KINDED = tuple(name for name, d in OPDEFS.items() if d.kinded)  # Activation, A
 # coefficient and weight at most 1e30, a kernel costs under 1e98 and a graph of 2**31 nodes
 # under 1e108, far from a float's overflow (1.8e308).
 MAX_COST = 1e30
-MAX_NAME = 200  # characters of a name; a description may take ten times as many
+MAX_NAME = 200  # characters of a name
+# characters of a description: it says what the real backend runs of each op family, and grows with them
+MAX_DESCRIPTION = 8000
 WEIGHT_LABELS = frozenset(
     [*OPS, *(f"{op}.{k}" for op in _KINDED for k in ACTIVATION_KINDS),
      *(f"Binary.{b}" for b in BINARY_OPS)])
@@ -186,7 +188,7 @@ def from_dict(doc: Any, where: str = "file") -> Backend:
         view=_number(cost["view"], "view", name),
         weights={str(k): _number(v, f"weights.{k}", name) for k, v in weights.items()},
     )
-    description = _string(doc, "description", name, 10 * MAX_NAME, empty=True)
+    description = _string(doc, "description", name, MAX_DESCRIPTION, empty=True)
     half_math = doc.get("half_precision_math", "float32")
     if half_math not in HALF_PRECISION_MATH:
         raise BackendError(f"backend {name}: half_precision_math must be \"float32\" or \"native\","

@@ -24,6 +24,7 @@ from . import reductions
 from . import resample
 from . import unfold
 from . import unpool
+from . import padding
 from .base import Ctor, Head, OpDef
 
 
@@ -56,7 +57,8 @@ FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, r
             resample.OPS,
             unfold.OPS,
             pool.V3,
-            unpool.OPS)
+            unpool.OPS,
+            padding.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

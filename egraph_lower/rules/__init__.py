@@ -20,6 +20,7 @@ from . import reductions
 from . import resample
 from . import unfold
 from . import unpool
+from . import padding
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -31,7 +32,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + resample.RULES
                                + unfold.RULES
                                + pool.V3
-                               + unpool.RULES)
+                               + unpool.RULES
+                               + padding.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

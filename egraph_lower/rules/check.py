@@ -72,7 +72,8 @@ _ACCUMULATING = frozenset({"ScatterAddAt", "IndexPut", "IndexPut2", "IndexPut3",
 # ops whose value is a sum of terms dy * (a weight >= 0): their scale is the op applied to |dy|
 _LINEAR_IN_DY = frozenset({"MaxPool2dBackward", "AvgPool2dBackward", "AdaptiveAvgPool2dBackward",
                            "AdaptiveMaxPool2dBackward", "MaxPool3dBackward", "AvgPool3dBackward",
-                           "AdaptiveAvgPool3dBackward", "AdaptiveMaxPool3dBackward"})
+                           "AdaptiveAvgPool3dBackward", "AdaptiveMaxPool3dBackward",
+                           "ReflectPadBwd", "ReplicatePadBwd", "CircularPadBwd"})
 
 # How much worse (in eps(d)) an f16/bf16 expansion computed in f32 and rounded once may be than
 # the fused op rounded once. Its f32 error is at most DEFAULT_BOUND eps(f32) relative to the

@@ -12,7 +12,8 @@ tests/test_torch_models.py).
 - `tril(x, d)`, `triu(x, d)`: `Where(col <= row + d, x, 0)` (`>=` for triu), row and col
   `Iota`s along the last two axes.
 - `constant_pad_nd(x, pad, v)`: a `Pad` per padded axis (pad's pairs from the last axis
-  backwards); v != 0 is `Where(Pad(ones), Pad(x), v)`. Negative pads (cropping) are refused.
+  backwards); v != 0 is `Where(Pad(ones), Pad(x), v)`. A negative pad crops: a `Slice` of the
+  positions it leaves, first (constant_pad_nd's backward is constant_pad_nd with the pads negated).
 """
 
 from __future__ import annotations
@@ -86,16 +87,22 @@ def _constant_pad_nd(ctx: Context, a: dict[str, Any]) -> int:
     rank = len(ctx.shape(x))
     if len(pad) % 2 or len(pad) // 2 > rank:
         raise ctx.refuse(f"pad {pad} for a rank-{rank} tensor")
-    if any(p < 0 for p in pad):
-        raise ctx.refuse(f"negative padding (cropping) {pad}")
+    pairs = [(rank - 1 - k, pad[2 * k], pad[2 * k + 1]) for k in range(len(pad) // 2)]
+    for axis, before, after in pairs:  # negative pads crop: those positions sliced off first
+        if before < 0 or after < 0:
+            n = ctx.shape(x)[axis]
+            start, end = max(-before, 0), n - max(-after, 0)
+            if start > end:
+                raise ctx.refuse(f"pad ({before}, {after}) crops more than the {n} positions of dim {axis}")
+            x = ctx.add("Slice", (x,), {"axis": axis, "start": start, "end": end, "step": 1})
     value = ctx.scalar(a.get("value", 0))
-    inside = ctx.const(True, "bool", ctx.shape(x)) if value != 0 else None
-    for k in range(len(pad) // 2):
-        before, after = pad[2 * k], pad[2 * k + 1]
-        if before or after:
-            attrs = {"axis": rank - 1 - k, "before": before, "after": after}
+    cropped = ctx.shape(x)
+    inside = ctx.const(True, "bool", cropped) if value != 0 else None
+    for axis, before, after in pairs:
+        if before > 0 or after > 0:
+            attrs = {"axis": axis, "before": max(before, 0), "after": max(after, 0)}
             x = ctx.add("Pad", (x,), attrs)
             inside = ctx.add("Pad", (inside,), attrs) if inside is not None else None
-    if inside is None or ctx.shape(inside) == ctx.shape(ctx.t(a["self"])):
+    if inside is None or ctx.shape(inside) == cropped:
         return x
     return ctx.add("Where", (inside, x, ctx.const(value, ctx.dtype(x))))

@@ -22,8 +22,8 @@ in tests/test_math.py).
 - `sinh cosh asinh acosh atanh exp2 expm1 log1p trunc fix log2 log10 asin acos erfinv erfc`:
   `Activation{Sinh ... Trunc, Log2, Log10, Asin, Acos, Erfinv, Erfc}`; their
   backward is primitives in aten (cosh, sinh, mul, ...).
-- `empty_like`, `empty_permuted`, `empty.memory_format`, `new_empty`, `empty_strided`: a `Constant` 0
-  of the result's shape and dtype (an empty tensor's contents are unspecified; what reads it has
+- `empty_like`, `empty_permuted`, `empty.memory_format`, `new_empty`, `empty_strided`,
+  `new_empty_strided`: a `Constant` 0 of the result's shape and dtype (an empty tensor's contents are unspecified; what reads it has
   written it first: `fill`, `copy`). `copy(self, src)`: src cast to self's dtype and expanded to
   its shape.
 - `logit(x, eps)`: `Activation{Logit}` of x clamped to [eps, 1 - eps] (Max, Min; none for eps None),
@@ -153,7 +153,7 @@ for _name, _kind in _KINDS.items():
 # --------------------------------------------------------------------------- empty tensors and copies
 
 @handles("empty_like.default", "empty_permuted.default", "empty.memory_format", "new_empty.default",
-         "empty_strided.default")
+         "empty_strided.default", "new_empty_strided.default")
 def _empty(ctx: Context, a: dict[str, Any]) -> int:
     """An empty tensor's contents are unspecified: zeros of its shape and dtype (a layout or
     permutation is a matter of strides, which the format does not have)."""

@@ -56,6 +56,7 @@ from .kernels_pool import (adaptive_avg_pool3d, adaptive_avg_pool3d_backward, ad
                            adaptive_max_pool2d_backward, adaptive_max_pool2d_indices, adaptive_max_pool3d,
                            adaptive_max_pool3d_backward, adaptive_max_pool3d_indices, avg_pool3d, avg_pool3d_backward,
                            max_pool3d, max_pool3d_backward, max_pool3d_indices, max_unpool2d, max_unpool3d)
+from .kernels_pad import mode_pad, mode_pad_backward
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -92,6 +93,7 @@ __all__ += ["adaptive_avg_pool3d", "adaptive_avg_pool3d_backward", "adaptive_max
             "adaptive_max_pool2d_indices", "adaptive_max_pool3d", "adaptive_max_pool3d_backward",
             "adaptive_max_pool3d_indices", "avg_pool3d", "avg_pool3d_backward", "max_pool3d", "max_pool3d_backward",
             "max_pool3d_indices", "max_unpool2d", "max_unpool3d"]
+__all__ += ["mode_pad", "mode_pad_backward"]
 
 
 def _dtype(name: str) -> torch.dtype:

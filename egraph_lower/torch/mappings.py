@@ -1,7 +1,7 @@
 """Every aten mapping, registered: importing this module fills `registry.HANDLERS` with the handlers
 of `aten.py` and of each family's module (softmax and MSE, index ops and losses, normalization,
 parametrised activations and slicing, pooling, convolution, attention, masks and ranges, elementwise
-math, reductions and scans)."""
+math, reductions and scans, mode padding)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from . import aten_math
 from . import aten_loss
 from . import aten_reduce
 from . import aten_resample
+from . import aten_pad
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
@@ -19,4 +20,5 @@ __all__ = ["HANDLERS", "get_attr"]
 FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool,
             aten_softmax, aten_indexing, aten_groupnorm, aten_math, aten_loss,
             aten_reduce,
-            aten_resample)  # registered by importing them
+            aten_resample,
+            aten_pad)  # registered by importing them

@@ -31,6 +31,7 @@ from .loss import loss_domain
 from .reductions import reductions_domain
 from .resample import RESAMPLE_SCALES, resample_domain, unfold_domain
 from .pool import unpool_domain
+from .padding import padding_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
            "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
@@ -62,6 +63,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "resample": resample_domain,
     "unfold": unfold_domain,
     "unpool": unpool_domain,
+    "padding": padding_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
