@@ -193,6 +193,11 @@ ALL_OPS = doc(
     node(1203, "Reduce", [0], [], F, {"op": "Prod", "axes": [0, 1]}),
     node(1204, "LogCumSumExp", [0], [2, 3], F, {"axis": 0}),
     node(1205, "ArgScan", [0], [2, 3], "i64", {"op": "Min", "axis": 1}),
+    # sorting (version 3, ops-sort: ids 1900-1909)
+    node(1900, "Sort", [0], [2, 3], F, {"axis": -1, "descending": True, "stable": False}),
+    node(1901, "ArgSort", [0], [2, 3], "i64", {"axis": 0, "descending": False, "stable": True}),
+    node(1902, "TopK", [0], [2, 2], F, {"k": 2, "axis": 1, "largest": True, "sorted": True}),
+    node(1903, "ArgTopK", [0], [0, 3], "i64", {"k": 0, "axis": 0, "largest": False, "sorted": False}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -202,7 +207,8 @@ ALL_OPS = doc(
              407,
              408,
              854, 855, 856, 857, 858, 859, 860, 861,
-             1200, 1201, 1202, 1203, 1204, 1205],
+             1200, 1201, 1202, 1203, 1204, 1205,
+             1900, 1901, 1902, 1903],
     name="all ops",
 )
 

@@ -17,6 +17,7 @@ from . import attention, groupnorm, indexing, scatter
 from . import math, math_kinds
 from . import loss
 from . import reductions
+from . import sort
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -24,7 +25,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + conv.RULES + attention.RULES
                                + indexing.RULES + scatter.RULES + groupnorm.RULES + math.RULES
                                + math_kinds.RULES + loss.RULES
-                               + reductions.RULES)
+                               + reductions.RULES
+                               + sort.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

@@ -10,6 +10,7 @@ from . import aten_groupnorm, aten_indexing
 from . import aten_math
 from . import aten_loss
 from . import aten_reduce
+from . import aten_sort
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
@@ -17,4 +18,5 @@ get_attr = aten.get_attr
 __all__ = ["HANDLERS", "get_attr"]
 FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_norm, aten_pool,
             aten_softmax, aten_indexing, aten_groupnorm, aten_math, aten_loss,
-            aten_reduce)  # registered by importing them
+            aten_reduce,
+            aten_sort)  # registered by importing them

@@ -29,6 +29,7 @@ from .groupnorm import GROUP_SCALES, groupnorm_domain
 from .binary import binary_domain
 from .loss import loss_domain
 from .reductions import reductions_domain
+from .sort import sort_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
            "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
@@ -57,6 +58,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "binary": binary_domain,
     "loss": loss_domain,
     "reductions": reductions_domain,
+    "sort": sort_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
