@@ -50,3 +50,5 @@ from opinfo_reduce import ENTRIES as _reduce  # noqa: E402
 OPINFO_BACKWARD.update(_reduce)
 from opinfo_unary2 import ENTRIES as _unary2  # noqa: E402
 OPINFO_BACKWARD.update(_unary2)
+from opinfo_sort import ENTRIES as _sort  # noqa: E402
+OPINFO_BACKWARD.update(_sort)
