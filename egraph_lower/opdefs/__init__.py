@@ -22,6 +22,7 @@ from . import attention, groupnorm, indexing, scatter
 from . import loss
 from . import reductions
 from . import sort
+from . import order_stats
 from .base import Ctor, Head, OpDef
 
 
@@ -51,7 +52,8 @@ FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, r
             norm.OPS, slicing.OPS, pool.OPS + pool.BACKWARD, conv.OPS, conv.BACKWARD, attention.OPS,
             indexing.OPS, scatter.OPS, groupnorm.OPS, loss.OPS,
             reductions.OPS,
-            sort.OPS)
+            sort.OPS,
+            order_stats.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

@@ -18,6 +18,7 @@ from . import math, math_kinds
 from . import loss
 from . import reductions
 from . import sort
+from . import order_stats
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -26,7 +27,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + indexing.RULES + scatter.RULES + groupnorm.RULES + math.RULES
                                + math_kinds.RULES + loss.RULES
                                + reductions.RULES
-                               + sort.RULES)
+                               + sort.RULES
+                               + order_stats.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

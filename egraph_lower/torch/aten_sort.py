@@ -1,17 +1,25 @@
-"""aten's sort and topk (format version 3, opdefs/sort.py), each onto its two format ops:
+"""aten's sort, topk (format version 3, opdefs/sort.py), kthvalue, median and nanmedian (opdefs/order_stats.py),
+each onto its two format ops (values and indices):
 
 - `sort.default(x, dim, descending)`, `sort.stable(x, stable, dim, descending)`: `Sort` and `ArgSort`
   with the same attributes (stable None is false); argsort and msort reach the importer as sort
   (PyTorch's decomposition table). A 0-d x is its own sort, index 0. bool x is sorted as i64 (the format
   sorts numbers), the values cast back.
 - `topk.default(x, k, dim, largest, sorted)`: `TopK` and `ArgTopK`; a 0-d x with k = 1 is itself.
+- `kthvalue.default(x, k, dim, keepdim)`: `KthValue` and `ArgKthValue`; `median.dim(x, dim, keepdim)`,
+  `nanmedian.dim`: `Median` and `ArgMedian{ignore_nan}`; a 0-d x is itself, index 0.
+  `median.default`, `nanmedian.default` (no dim, no index): `Median` of x flattened (a `Reshape`);
+  an empty x is refused (aten gives NaN: there is no element to take).
 
 Their backward is aten's `scatter.src` of the gradient at the indices into zeros (mapped by
-aten_indexing), which a permutation of tied values changes only within the tie group.
+aten_indexing), which a permutation of tied values changes only within the tie group; median's and
+nanmedian's without a dim is the gradient shared among the elements equal to the median, NaNs included
+(isnan, logical_and, eq, logical_or, sum, div, mul).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .context import Context
@@ -50,3 +58,49 @@ def _topk(ctx: Context, a: dict[str, Any]) -> tuple[int, int]:
     attrs = {"k": k, "axis": int(a.get("dim", -1)) % len(shape), "largest": bool(a.get("largest", True)),
              "sorted": bool(a.get("sorted", True))}
     return _back(ctx, ctx.add("TopK", (x,), attrs), dt), ctx.add("ArgTopK", (x,), attrs)
+
+
+@handles("kthvalue.default")
+def _kthvalue(ctx: Context, a: dict[str, Any]) -> tuple[int, int]:
+    x0 = ctx.t(a["self"])
+    dt, shape, k = ctx.dtype(x0), ctx.shape(x0), int(ctx.scalar(a["k"]))
+    if not shape:
+        if k != 1:
+            raise ctx.refuse(f"kthvalue of a 0-d tensor with k {k}")
+        return x0, ctx.const(0, "i64")
+    attrs = {"k": k, "axis": int(a.get("dim", -1)) % len(shape), "keep_dim": bool(a.get("keepdim", False))}
+    x = _number(ctx, x0)
+    return _back(ctx, ctx.add("KthValue", (x,), attrs), dt), ctx.add("ArgKthValue", (x,), attrs)
+
+
+def _median_dim(ignore_nan: bool) -> Any:
+    def handler(ctx: Context, a: dict[str, Any]) -> tuple[int, int]:
+        x0 = ctx.t(a["self"])
+        dt, shape = ctx.dtype(x0), ctx.shape(x0)
+        if not shape:
+            return x0, ctx.const(0, "i64")
+        attrs = {"axis": int(a["dim"]) % len(shape), "keep_dim": bool(a.get("keepdim", False)), "ignore_nan": ignore_nan}
+        x = _number(ctx, x0)
+        return _back(ctx, ctx.add("Median", (x,), attrs), dt), ctx.add("ArgMedian", (x,), attrs)
+
+    return handler
+
+
+def _median_all(ignore_nan: bool) -> Any:
+    def handler(ctx: Context, a: dict[str, Any]) -> int:
+        x0 = ctx.t(a["self"])
+        dt, shape = ctx.dtype(x0), ctx.shape(x0)
+        if not shape:
+            return x0
+        if 0 in shape:
+            raise ctx.refuse("the median of an empty tensor")
+        flat = ctx.add("Reshape", (_number(ctx, x0),), {"shape": [math.prod(shape)]})
+        return _back(ctx, ctx.add("Median", (flat,), {"axis": 0, "keep_dim": False, "ignore_nan": ignore_nan}), dt)
+
+    return handler
+
+
+handles("median.dim")(_median_dim(False))
+handles("nanmedian.dim")(_median_dim(True))
+handles("median.default")(_median_all(False))
+handles("nanmedian.default")(_median_all(True))

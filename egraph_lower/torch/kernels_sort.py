@@ -1,4 +1,5 @@
-"""Sort, ArgSort, TopK and ArgTopK (format version 3, opdefs/sort.py) as PyTorch functions.
+"""Sort, ArgSort, TopK, ArgTopK (format version 3, opdefs/sort.py), KthValue, ArgKthValue, Median and ArgMedian
+(opdefs/order_stats.py) as PyTorch functions.
 
 torch's kernels have the format's order (checked against the reference in tests/test_sort.py): a NaN is
 larger than every number, 0.0 and -0.0 tie; `stable` is passed on, so that with stable false the ties
@@ -25,3 +26,21 @@ def top_k(x: Tensor, k: int, axis: int, largest: bool, sorted: bool) -> Tensor:
 
 def arg_top_k(x: Tensor, k: int, axis: int, largest: bool, sorted: bool) -> Tensor:
     return torch.topk(x, int(k), dim=axis, largest=bool(largest), sorted=bool(sorted)).indices
+
+
+def kth_value(x: Tensor, k: int, axis: int, keep_dim: bool) -> Tensor:
+    return torch.kthvalue(x, int(k), dim=axis, keepdim=bool(keep_dim)).values
+
+
+def arg_kth_value(x: Tensor, k: int, axis: int, keep_dim: bool) -> Tensor:
+    return torch.kthvalue(x, int(k), dim=axis, keepdim=bool(keep_dim)).indices
+
+
+def median(x: Tensor, axis: int, keep_dim: bool, ignore_nan: bool) -> Tensor:
+    fn = torch.nanmedian if ignore_nan else torch.median
+    return fn(x, dim=axis, keepdim=bool(keep_dim)).values
+
+
+def arg_median(x: Tensor, axis: int, keep_dim: bool, ignore_nan: bool) -> Tensor:
+    fn = torch.nanmedian if ignore_nan else torch.median
+    return fn(x, dim=axis, keepdim=bool(keep_dim)).indices

@@ -1,11 +1,13 @@
-"""The domain of Sort, ArgSort, TopK and ArgTopK.
+"""The domain of Sort, ArgSort, TopK, ArgTopK (opdefs/sort.py) and KthValue, ArgKthValue, Median, ArgMedian
+(opdefs/order_stats.py).
 
 Rows of 6 with ties (three equal values, pairs), 0.0 and -0.0 tied with each other (their order is the
 index's, so a -0.0 must come out where its index puts it), NaN first, last, twice and everywhere, +-inf
 with NaN, all equal, values of every magnitude up to the dtype's largest, already sorted and reversed,
 and random rows from a few values (many ties); axes first, inner and last of 2-D and 3-D x, a row of
 one element and an empty axis; both orders, stable and not; TopK's k = 0, 1, a middle one and the whole
-axis.
+axis; KthValue's k = 1, the middle and n; Median over rows with no NaN, one, several and only NaNs,
+propagating and ignoring them (an empty axis has no order statistic), kept and not.
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ def _rows(dtype: str, rng: np.random.Generator) -> np.ndarray:
 
 
 def _sort_attrs(lhs: App, axis: int, n: int) -> list[dict[str, object]]:
+    if lhs.ctor in ("KthValue", "ArgKthValue", "Median", "ArgMedian") and n == 0:
+        return []  # an empty axis has no order statistic
+    if lhs.ctor in ("KthValue", "ArgKthValue"):
+        return [{"k": k, "axis": axis, "keep_dim": keep} for k in sorted({1, (n + 1) // 2, n}) for keep in (False, True)]
+    if lhs.ctor in ("Median", "ArgMedian"):
+        return [{"axis": axis, "keep_dim": keep, "ignore_nan": nan} for keep in (False, True) for nan in (False, True)]
     if lhs.ctor in ("Sort", "ArgSort"):
         return [{"axis": axis, "descending": d, "stable": s} for d in (False, True) for s in (False, True)]
     ks = sorted({0, 1, n // 2, n} & set(range(n + 1)))
@@ -36,7 +44,7 @@ def _sort_attrs(lhs: App, axis: int, n: int) -> list[dict[str, object]]:
 
 
 def sort_domain(rule: Rule, dtype: str) -> list[Env]:
-    """The environments of a rule whose lhs is Sort, ArgSort, TopK or ArgTopK (its constructor)."""
+    """The environments of a rule whose lhs is one of the eight ops (by its constructor)."""
     lhs = rule.lhs
     assert isinstance(lhs, App)
     rows = _rows(dtype, np.random.default_rng(23))

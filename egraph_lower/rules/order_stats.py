@@ -1,0 +1,60 @@
+"""KthValue, ArgKthValue, Median and ArgMedian (opdefs/order_stats.py) in primitives or through a sort, for
+backends without their kernels (none of the built-in ones but cpu has one).
+
+Each selects the value at one position p of the ascending stable sort: p = k - 1 for KthValue; for
+Median p = (n - 1) // 2, or, where the row holds NaNs (`nans` of them), its first NaN's position
+n - nans; for Median{ignore_nan} p = (c - 1) // 2 of the c = n - nans values that are not NaN (0 for
+c = 0), counted without a division as #{r in 0..n-1: r >= 1 and 2 r + 1 <= c} (r an Iota along the axis).
+
+- `argkthvalue-rank`, `argmedian-rank`, `argmedian-rank-nan`: the index whose rank (rules/sort.py's
+  comparison count, n^2 comparisons, ties by index) is p: sum_i where(rank_i == p, i, 0), one term.
+- `argkthvalue-sort`, `argmedian-sort`, `argmedian-sort-nan`: position p of ArgSort (a Slice for the
+  constant k - 1, a Gather at p for the median's), for a backend with a sort kernel (metal, tpu).
+- `kthvalue-gather`, `median-gather`: the value is Gather(x, the index kept on the axis); `kthvalue-sort`:
+  the Slice of Sort. The axis dropped by a Reshape unless keep_dim. The cost model chooses.
+"""
+
+from __future__ import annotations
+
+from .dsl import Rule, rule
+from .sort import _LESS, _PAIRS, _RANK
+
+_SHAPES = "jaxis xshape ishape bshape tshape jaxes axes kshape"
+_KTH = f"k axis keep {_SHAPES} oshape k0 kf"
+_MED = f"axis keep {_SHAPES} oshape size half"
+_SORT = "axis 0 1 jaxis xshape ishape bshape tshape jaxes"  # Sort / ArgSort{ascending, stable} of x
+_BASE = dict(_PAIRS, less=_LESS["asc"], rank=_RANK, ix="(Iota.i64 axis x)", zx="(- ix ix)")
+_PICK = "(Reshape oshape (Reduce.Sum axes 1 (where (== rank {p}) ix zx)))"
+_NANS = {"nans": "(Reduce.Sum axes 1 (where (!= x x) 1 zx))"}
+_P = {0: "(where (> nans 0) (- (lit size) nans) (lit half))",
+      1: "(Reduce.Sum axes 1 (where (where (>= ix 1) (<= (+ (* ix 2) 1) (- (lit size) nans)) (>= ix 1)) 1 zx))"}
+_HOW = {0: "p = n - nans where the row holds a NaN, else (n - 1) // 2",
+        1: "p = (c - 1) // 2 of the c values that are not NaN (0 for none)"}
+
+
+def _median_rules() -> tuple[Rule, ...]:
+    out = []
+    for nan, (suffix, h) in enumerate((("", "propagate"), ("-nan", "nan"))):
+        out.append(rule(f"argmedian-rank{suffix}", f"argmedian(x) = the i with rank_i == p, {_HOW[nan]}",
+                        f"(ArgMedian.{h} {_MED} x)", _PICK.format(p="p"), group="forward",
+                        lets=dict(_BASE, **_NANS, p=_P[nan])))
+        out.append(rule(f"argmedian-sort{suffix}", f"argmedian(x) = argsort(x)[p], {_HOW[nan]}",
+                        f"(ArgMedian.{h} {_MED} x)", f"(Reshape oshape (Gather axis (ArgSort {_SORT} x) p))",
+                        group="forward", lets={"ix": "(Iota.i64 axis x)", "zx": "(- ix ix)", **_NANS, "p": _P[nan]}))
+    return tuple(out)
+
+
+RULES: tuple[Rule, ...] = (
+    rule("argkthvalue-rank", "argkthvalue(x, k) = the i with rank_i == k - 1", f"(ArgKthValue {_KTH} x)",
+         _PICK.format(p="(lit kf)"), group="forward", lets=_BASE),
+    rule("argkthvalue-sort", "argkthvalue(x, k) = argsort(x)[k - 1]", f"(ArgKthValue {_KTH} x)",
+         f"(Reshape oshape (Slice axis k0 k 1 (ArgSort {_SORT} x)))", group="forward"),
+    rule("kthvalue-gather", "kthvalue(x, k) = gather(x, argkthvalue(x, k))", f"(KthValue {_KTH} x)",
+         "(Reshape oshape (Gather axis x (ArgKthValue k axis 1 jaxis xshape ishape bshape tshape jaxes axes kshape "
+         "kshape k0 kf x)))", group="forward"),
+    rule("kthvalue-sort", "kthvalue(x, k) = sort(x)[k - 1]", f"(KthValue {_KTH} x)",
+         f"(Reshape oshape (Slice axis k0 k 1 (Sort {_SORT} x)))", group="forward"),
+) + _median_rules() + (
+    rule("median-gather", "median(x) = gather(x, argmedian(x))", f"(Median axis keep nan {_SHAPES} oshape size half x)",
+         f"(Reshape oshape (Gather axis x (ArgMedian axis 1 nan {_SHAPES} kshape size half x)))", group="forward"),
+)
