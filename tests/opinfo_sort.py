@@ -1,4 +1,4 @@
-"""The OpInfo entries of the sort-like ops (sort, msort, topk, kthvalue, median, nanmedian), with the aten backward ops their gradients
+"""The OpInfo entries of the sort-like ops (sort, msort, topk, kthvalue, median, nanmedian, mode), with the aten backward ops their gradients
 reach (tests/opinfo_ops.py merges them into OPINFO_BACKWARD). argsort has no gradient: tests/test_sort.py
 runs its OpInfo samples forward (FORWARD_ONLY)."""
 
@@ -11,6 +11,7 @@ ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("kthvalue", ""): ("scatter",),  # KthValue and ArgKthValue; the gradient scattered to the index
     ("median", ""): ("scatter",),  # Median and ArgMedian with a dim; without one the gradient shared among ties
     ("nanmedian", ""): ("scatter",),  # Median{ignore_nan}
+    ("mode", ""): ("scatter",),  # Mode and ArgMode
 }
 
 # OpInfo entries without a gradient, run forward only (name, variant)

@@ -1,5 +1,5 @@
 """Order statistics of format version 3: aten's kthvalue, median and nanmedian (with a dim; without one the
-importer takes them over x flattened). As sort's (`opdefs/sort.py`), each of aten's two results is an op:
+importer takes them over x flattened) and mode. As sort's (`opdefs/sort.py`), each of aten's two results is an op:
 
     KthValue{k, axis, keep_dim}(x)       = the k-th smallest value along `axis` (1 <= k <= its length): the
                                            value at position k - 1 of Sort{axis, ascending}(x); the axis
@@ -13,6 +13,11 @@ importer takes them over x flattened). As sort's (`opdefs/sort.py`), each of ate
                                            NaN (0 where every one is: NaN)
     ArgMedian{axis, keep_dim, ignore_nan}(x)
                                          = i64: its index, position p of ArgSort{axis, ascending}(x)
+    Mode{axis, keep_dim}(x)              = the value that occurs most often along `axis` (equal values one,
+                                           0.0 and -0.0 one, NaNs one), of several the smallest (NaN the
+                                           largest); the value at the index ArgMode gives
+    ArgMode{axis, keep_dim}(x)           = i64: the last index holding that value (aten's CPU kernel gives the
+                                           last of the value's run in its unstable sort: one of the group)
 
 The order, NaN and ties are Sort's: NaN the largest, 0.0 and -0.0 equal, ties by index in the reference
 and the expansions (aten's kernels select among tied values their own way: the values are the same, the
@@ -21,7 +26,8 @@ number dtype and a non-empty axis.
 
 The e-graph fields beyond the attributes (rules/order_stats.py): Sort's comparison fields (`opdefs/sort.py`),
 `axes` ([axis]), `kshape` (x's shape with 1 on the axis), `oshape` (the output's shape); KthValue's `k0`
-(k - 1, an integer) and `kf` (k - 1 as a literal); Median's `size` (n) and `half` ((n - 1) // 2).
+(k - 1, an integer) and `kf` (k - 1 as a literal); Median's and Mode's `size` (n), Median's `half`
+((n - 1) // 2).
 """
 
 from __future__ import annotations
@@ -79,6 +85,28 @@ def median_position(v: np.ndarray, axis: int, ignore_nan: bool) -> np.ndarray:
     return np.where(nans > 0, n - nans, (n - 1) // 2)
 
 
+def _mode(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    return _selected(attrs, ins, "Mode")[0], ins[0][1]
+
+
+def _arg_mode(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    return _selected(attrs, ins, "ArgMode")[0], "i64"
+
+
+def mode_position(v: np.ndarray, order: np.ndarray, axis: int) -> np.ndarray:
+    """The mode's last occurrence as a position of the ascending stable sort (kept as 1 on the axis): its
+    first's, r*, the least rank of a most frequent value, plus its count m less 1 (ties are by index)."""
+    a = np.moveaxis(v, axis, -1)
+    eq = a[..., :, None] == a[..., None, :]
+    if a.dtype.kind == "f":
+        eq |= np.isnan(a[..., :, None]) & np.isnan(a[..., None, :])
+    count = np.sum(eq, axis=-1)
+    most = np.max(count, axis=-1, keepdims=True)
+    rank = np.argsort(np.moveaxis(order, axis, -1), axis=-1)  # the inverse permutation
+    first = np.min(np.where(count == most, rank, a.shape[-1]), axis=-1, keepdims=True)
+    return np.moveaxis(first + most - 1, -1, axis)
+
+
 def _index(attrs: Attrs, args: Args, op: str) -> tuple[np.ndarray, np.ndarray, int]:
     """(x, the selected index along the axis kept as 1, the axis)."""
     x = np.asarray(args[0])
@@ -90,7 +118,9 @@ def _index(attrs: Attrs, args: Args, op: str) -> tuple[np.ndarray, np.ndarray, i
     if n == 0:
         raise LowerError(f"{op} over an empty axis")
     order = sort_order(v, axis, False)
-    if "k" in attrs:
+    if op in ("Mode", "ArgMode"):
+        pos = mode_position(v, order, axis)
+    elif "k" in attrs:
         k = int(attrs["k"])
         if not 1 <= k <= n:
             raise LowerError(f"{op}: k {k} is out of range [1, {n}]")
@@ -136,6 +166,8 @@ _MEDIAN_FIELDS = (_SHAPES[0], _flag("keep_dim"), _flag("ignore_nan")) + _SHAPES[
     + (_shaped("size", F64, lambda a, s, ax: float(s[ax]) if s else 1.0),
        _shaped("half", F64, lambda a, s, ax: float((s[ax] - 1) // 2) if s else 0.0))
 
+_MODE_FIELDS = _MEDIAN_FIELDS[:2] + _MEDIAN_FIELDS[3:-1]  # no ignore_nan, no half
+
 _AXIS = Attr("axis", attr_check("axis", is_int, "an integer"))
 _KEEP = Attr("keep_dim", boolean("keep_dim"))
 _K = Attr("k", attr_check("k", lambda v: is_int(v) and v >= 1, "an integer >= 1"))
@@ -162,4 +194,10 @@ OPS: tuple[OpDef, ...] = (
     OpDef("ArgMedian", ("x",), _MEDIAN_ATTRS, _arg_median, _op_index("ArgMedian"),
           (Ctor("ArgMedian", "ArgMedian", _MEDIAN_FIELDS, 1, _median_heads("ArgMedian")),), domain="sort",
           torch="arg_median", sample=({"axis": 0, "keep_dim": True, "ignore_nan": True}, _SAMPLE)),
+    OpDef("Mode", ("x",), (_AXIS, _KEEP), _mode, _op_value("Mode"),
+          (Ctor("Mode", "Mode", _MODE_FIELDS, 1, (head("Mode"),)),), domain="sort", torch="mode",
+          sample=({"axis": 1, "keep_dim": True}, _SAMPLE)),
+    OpDef("ArgMode", ("x",), (_AXIS, _KEEP), _arg_mode, _op_index("ArgMode"),
+          (Ctor("ArgMode", "ArgMode", _MODE_FIELDS, 1, (head("ArgMode"),)),), domain="sort", torch="arg_mode",
+          sample=({"axis": 0, "keep_dim": False}, _SAMPLE)),
 )

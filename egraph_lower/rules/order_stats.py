@@ -1,4 +1,4 @@
-"""KthValue, ArgKthValue, Median and ArgMedian (opdefs/order_stats.py) in primitives or through a sort, for
+"""KthValue, ArgKthValue, Median, ArgMedian, Mode and ArgMode (opdefs/order_stats.py) in primitives or through a sort, for
 backends without their kernels (none of the built-in ones but cpu has one).
 
 Each selects the value at one position p of the ascending stable sort: p = k - 1 for KthValue; for
@@ -12,6 +12,10 @@ c = 0), counted without a division as #{r in 0..n-1: r >= 1 and 2 r + 1 <= c} (r
   constant k - 1, a Gather at p for the median's), for a backend with a sort kernel (metal, tpu).
 - `kthvalue-gather`, `median-gather`: the value is Gather(x, the index kept on the axis); `kthvalue-sort`:
   the Slice of Sort. The axis dropped by a Reshape unless keep_dim. The cost model chooses.
+- `argmode-rank`: count_i = sum_j [x_j ties x_i] (n^2 comparisons, NaNs one value), m = max_i count_i; the
+  most frequent values' least rank r* = min_i where(count_i == m, rank_i, n) is the first occurrence of
+  the smallest of them, so its last occurrence has rank r* + m - 1 (ties are by index): the index of that
+  rank, as above. `mode-gather`: the value at that index.
 """
 
 from __future__ import annotations
@@ -44,6 +48,10 @@ def _median_rules() -> tuple[Rule, ...]:
     return tuple(out)
 
 
+_MODE = f"axis keep {_SHAPES} oshape size"
+_MODE_LETS = dict(_BASE, count="(sum jaxes (where eq 1 zero))", m="(Reduce.Max axes 1 count)",
+                  first="(Reduce.Min axes 1 (where (== count m) rank (lit size)))")
+
 RULES: tuple[Rule, ...] = (
     rule("argkthvalue-rank", "argkthvalue(x, k) = the i with rank_i == k - 1", f"(ArgKthValue {_KTH} x)",
          _PICK.format(p="(lit kf)"), group="forward", lets=_BASE),
@@ -57,4 +65,9 @@ RULES: tuple[Rule, ...] = (
 ) + _median_rules() + (
     rule("median-gather", "median(x) = gather(x, argmedian(x))", f"(Median axis keep nan {_SHAPES} oshape size half x)",
          f"(Reshape oshape (Gather axis x (ArgMedian axis 1 nan {_SHAPES} kshape size half x)))", group="forward"),
+    rule("argmode-rank", "argmode(x) = the i with rank_i == r* + m - 1, m = max count, r* = min_i where(count_i == m, "
+         "rank_i, n), count_i = #{j: x_j ties x_i}", f"(ArgMode {_MODE} x)", _PICK.format(p="(- (+ first m) 1)"),
+         group="forward", lets=_MODE_LETS),
+    rule("mode-gather", "mode(x) = gather(x, argmode(x))", f"(Mode {_MODE} x)",
+         f"(Reshape oshape (Gather axis x (ArgMode axis 1 {_SHAPES} kshape size x)))", group="forward"),
 )

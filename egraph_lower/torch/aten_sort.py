@@ -1,4 +1,4 @@
-"""aten's sort, topk (format version 3, opdefs/sort.py), kthvalue, median and nanmedian (opdefs/order_stats.py),
+"""aten's sort, topk (format version 3, opdefs/sort.py), kthvalue, median, nanmedian and mode (opdefs/order_stats.py),
 each onto its two format ops (values and indices):
 
 - `sort.default(x, dim, descending)`, `sort.stable(x, stable, dim, descending)`: `Sort` and `ArgSort`
@@ -10,6 +10,8 @@ each onto its two format ops (values and indices):
   `nanmedian.dim`: `Median` and `ArgMedian{ignore_nan}`; a 0-d x is itself, index 0.
   `median.default`, `nanmedian.default` (no dim, no index): `Median` of x flattened (a `Reshape`);
   an empty x is refused (aten gives NaN: there is no element to take).
+- `mode.default(x, dim, keepdim)`: `Mode` and `ArgMode` (the smallest of the most frequent values, its
+  last index; a 0-d x is itself, index 0).
 
 Their backward is aten's `scatter.src` of the gradient at the indices into zeros (mapped by
 aten_indexing), which a permutation of tied values changes only within the tie group; median's and
@@ -104,3 +106,14 @@ handles("median.dim")(_median_dim(False))
 handles("nanmedian.dim")(_median_dim(True))
 handles("median.default")(_median_all(False))
 handles("nanmedian.default")(_median_all(True))
+
+
+@handles("mode.default")
+def _mode(ctx: Context, a: dict[str, Any]) -> tuple[int, int]:
+    x0 = ctx.t(a["self"])
+    dt, shape = ctx.dtype(x0), ctx.shape(x0)
+    if not shape:
+        return x0, ctx.const(0, "i64")
+    attrs = {"axis": int(a.get("dim", -1)) % len(shape), "keep_dim": bool(a.get("keepdim", False))}
+    x = _number(ctx, x0)
+    return _back(ctx, ctx.add("Mode", (x,), attrs), dt), ctx.add("ArgMode", (x,), attrs)

@@ -50,7 +50,8 @@ from .kernels_indexing import flip, index, index2, index3, index_put, index_put2
 from .kernels_math import binary_new
 from ..opdefs.binary_math import NEW_OPS as NEW_BINARY_OPS
 from .kernels_reduce import arg_reduce, arg_scan, log_cum_sum_exp, prod, scan, var
-from .kernels_sort import arg_kth_value, arg_median, arg_sort, arg_top_k, kth_value, median, sort, top_k
+from .kernels_sort import (arg_kth_value, arg_median, arg_mode, arg_sort, arg_top_k, kth_value, median, mode, sort,
+                           top_k)
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -82,7 +83,7 @@ __all__ += ["binary_cross_entropy", "binary_cross_entropy_backward", "huber_loss
             "smooth_l1_loss", "smooth_l1_loss_backward", "soft_margin_loss", "soft_margin_loss_backward"]
 __all__ += ["var", "arg_reduce", "scan", "log_cum_sum_exp", "arg_scan"]
 __all__ += ["sort", "arg_sort", "top_k", "arg_top_k"]
-__all__ += ["kth_value", "arg_kth_value", "median", "arg_median"]
+__all__ += ["kth_value", "arg_kth_value", "median", "arg_median", "mode", "arg_mode"]
 
 
 def _dtype(name: str) -> torch.dtype:

@@ -1,5 +1,5 @@
-"""Sort, ArgSort, TopK, ArgTopK (format version 3, opdefs/sort.py), KthValue, ArgKthValue, Median and ArgMedian
-(opdefs/order_stats.py) as PyTorch functions.
+"""Sort, ArgSort, TopK, ArgTopK (format version 3, opdefs/sort.py), KthValue, ArgKthValue, Median, ArgMedian,
+Mode and ArgMode (opdefs/order_stats.py) as PyTorch functions.
 
 torch's kernels have the format's order (checked against the reference in tests/test_sort.py): a NaN is
 larger than every number, 0.0 and -0.0 tie; `stable` is passed on, so that with stable false the ties
@@ -44,3 +44,11 @@ def median(x: Tensor, axis: int, keep_dim: bool, ignore_nan: bool) -> Tensor:
 def arg_median(x: Tensor, axis: int, keep_dim: bool, ignore_nan: bool) -> Tensor:
     fn = torch.nanmedian if ignore_nan else torch.median
     return fn(x, dim=axis, keepdim=bool(keep_dim)).indices
+
+
+def mode(x: Tensor, axis: int, keep_dim: bool) -> Tensor:
+    return torch.mode(x, dim=axis, keepdim=bool(keep_dim)).values
+
+
+def arg_mode(x: Tensor, axis: int, keep_dim: bool) -> Tensor:
+    return torch.mode(x, dim=axis, keepdim=bool(keep_dim)).indices

@@ -1,5 +1,5 @@
-"""The domain of Sort, ArgSort, TopK, ArgTopK (opdefs/sort.py) and KthValue, ArgKthValue, Median, ArgMedian
-(opdefs/order_stats.py).
+"""The domain of Sort, ArgSort, TopK, ArgTopK (opdefs/sort.py) and KthValue, ArgKthValue, Median, ArgMedian,
+Mode, ArgMode (opdefs/order_stats.py).
 
 Rows of 6 with ties (three equal values, pairs), 0.0 and -0.0 tied with each other (their order is the
 index's, so a -0.0 must come out where its index puts it), NaN first, last, twice and everywhere, +-inf
@@ -7,7 +7,8 @@ with NaN, all equal, values of every magnitude up to the dtype's largest, alread
 and random rows from a few values (many ties); axes first, inner and last of 2-D and 3-D x, a row of
 one element and an empty axis; both orders, stable and not; TopK's k = 0, 1, a middle one and the whole
 axis; KthValue's k = 1, the middle and n; Median over rows with no NaN, one, several and only NaNs,
-propagating and ignoring them (an empty axis has no order statistic), kept and not.
+propagating and ignoring them (an empty axis has no order statistic), kept and not; Mode over the same rows
+(ties of frequency: the smallest value; 0.0 and -0.0 one value, NaNs one).
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ def _rows(dtype: str, rng: np.random.Generator) -> np.ndarray:
 
 
 def _sort_attrs(lhs: App, axis: int, n: int) -> list[dict[str, object]]:
-    if lhs.ctor in ("KthValue", "ArgKthValue", "Median", "ArgMedian") and n == 0:
+    if lhs.ctor in ("KthValue", "ArgKthValue", "Median", "ArgMedian", "Mode", "ArgMode") and n == 0:
         return []  # an empty axis has no order statistic
     if lhs.ctor in ("KthValue", "ArgKthValue"):
         return [{"k": k, "axis": axis, "keep_dim": keep} for k in sorted({1, (n + 1) // 2, n}) for keep in (False, True)]
+    if lhs.ctor in ("Mode", "ArgMode"):
+        return [{"axis": axis, "keep_dim": keep} for keep in (False, True)]
     if lhs.ctor in ("Median", "ArgMedian"):
         return [{"axis": axis, "keep_dim": keep, "ignore_nan": nan} for keep in (False, True) for nan in (False, True)]
     if lhs.ctor in ("Sort", "ArgSort"):
