@@ -240,3 +240,26 @@ def test_gradients_at_ties_are_eagers_within_each_tie_group(target: str) -> None
         assert _per_tie_group(x0.numpy(), got.numpy(), 1) == _per_tie_group(x0.numpy(), want.numpy(), 1), k
         differ += not torch.equal(got, want)
     assert target == "metal" or differ  # on wgpu some tie group is ordered otherwise than by eager's kernels
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+def test_an_unstable_sort_orders_ties_as_eagers_kernel_where_the_backend_sorts(target: str) -> None:
+    """Sort{stable: false} on a backend with a sort kernel is torch's unstable sort (the exported kernel
+    passes `stable` on): eager's indices, ties included. Expanded (wgpu), ties are by index: a permutation
+    that sorts x as well."""
+    x = torch.tensor(np.random.default_rng(5).integers(0, 3, size=(4, 40)).astype(np.float32))
+
+    def fn(x: Any) -> tuple[Any, ...]:
+        return (*torch.sort(x, dim=1), *torch.sort(x, dim=1, descending=True))
+
+    got, want = _compiled(fn, x, target=target), fn(x)
+    for k in (0, 2):
+        assert torch.equal(got[k], want[k])
+        assert torch.equal(x.gather(1, got[k + 1]), want[k])
+        assert torch.equal(got[k + 1].sort(1).values, torch.arange(40).expand(4, 40))
+    stable = torch.sort(x, dim=1, stable=True).indices
+    if target == "metal":
+        assert torch.equal(got[1], want[1]) and torch.equal(got[3], want[3])
+    else:
+        assert torch.equal(got[1], stable)
+    assert not torch.equal(want[1], stable)  # eager's unstable sort does reorder ties here
