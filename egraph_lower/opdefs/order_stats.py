@@ -27,11 +27,12 @@ number dtype and a non-empty axis.
 The e-graph fields beyond the attributes (rules/order_stats.py): Sort's comparison fields (`opdefs/sort.py`),
 `axes` ([axis]), `kshape` (x's shape with 1 on the axis), `oshape` (the output's shape); KthValue's `k0`
 (k - 1, an integer) and `kf` (k - 1 as a literal); Median's and Mode's `size` (n), Median's `half`
-((n - 1) // 2).
+((n - 1) // 2); Mode's `pnq`, `nn` and `all` (Scan's: x as [P, n, Q], [n, n], every axis).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -166,7 +167,11 @@ _MEDIAN_FIELDS = (_SHAPES[0], _flag("keep_dim"), _flag("ignore_nan")) + _SHAPES[
     + (_shaped("size", F64, lambda a, s, ax: float(s[ax]) if s else 1.0),
        _shaped("half", F64, lambda a, s, ax: float((s[ax] - 1) // 2) if s else 0.0))
 
-_MODE_FIELDS = _MEDIAN_FIELDS[:2] + _MEDIAN_FIELDS[3:-1]  # no ignore_nan, no half
+# no ignore_nan, no half; Scan's fields of x (`opdefs/reductions.py`) for the sorted expansion's run scan
+_MODE_FIELDS = _MEDIAN_FIELDS[:2] + _MEDIAN_FIELDS[3:-1] + (
+    _shaped("pnq", STRING, lambda a, s, ax: ints_text([math.prod(s[:ax]), s[ax], math.prod(s[ax + 1:])])),
+    _shaped("nn", STRING, lambda a, s, ax: ints_text([s[ax], s[ax]])),
+    _shaped("all", STRING, lambda a, s, ax: ints_text(range(len(s)))))
 
 _AXIS = Attr("axis", attr_check("axis", is_int, "an integer"))
 _KEEP = Attr("keep_dim", boolean("keep_dim"))

@@ -15,7 +15,12 @@ c = 0), counted without a division as #{r in 0..n-1: r >= 1 and 2 r + 1 <= c} (r
 - `argmode-rank`: count_i = sum_j [x_j ties x_i] (n^2 comparisons, NaNs one value), m = max_i count_i; the
   most frequent values' least rank r* = min_i where(count_i == m, rank_i, n) is the first occurrence of
   the smallest of them, so its last occurrence has rank r* + m - 1 (ties are by index): the index of that
-  rank, as above. `mode-gather`: the value at that index.
+  rank, as above. `argmode-sort`: through a sort, with n log n work where the backend sorts (metal, tpu):
+  in the sorted values s a run starts at r = 0 and where s_r does not tie s_{r-1} (s shifted by a Slice
+  and a Pad); c_r = r - (the last run start <= r, a Scan Max) + 1 counts each run, so m = max_r c_r is
+  the largest frequency and the first r with c_r == m ends the smallest most frequent value's run: its
+  last occurrence (ties are by index), whose index is ArgSort's at r. `mode-gather`: the value at that
+  index.
 """
 
 from __future__ import annotations
@@ -48,7 +53,12 @@ def _median_rules() -> tuple[Rule, ...]:
     return tuple(out)
 
 
-_MODE = f"axis keep {_SHAPES} oshape size"
+_MODE = f"axis keep {_SHAPES} oshape size pnq nn all"
+_RUNS = {"perm": f"(ArgSort {_SORT} x)", "s": "(Gather axis x perm)", "prev": "(Pad axis 1 0 (Slice axis 0 -1 1 s))",
+         "r": "(Iota.i64 axis x)", "zr": "(- r r)",
+         "same": "(where (== r 0) (!= r r) (where (!= s s) (!= prev prev) (== s prev)))",
+         "start": "(Scan.Max axis jaxis xshape bshape ishape tshape jaxes pnq nn all (where same zr r))",
+         "c": "(+ (- r start) 1)", "m": "(Reduce.Max axes 1 c)"}
 _MODE_LETS = dict(_BASE, count="(sum jaxes (where eq 1 zero))", m="(Reduce.Max axes 1 count)",
                   first="(Reduce.Min axes 1 (where (== count m) rank (lit size)))")
 
@@ -68,6 +78,10 @@ RULES: tuple[Rule, ...] = (
     rule("argmode-rank", "argmode(x) = the i with rank_i == r* + m - 1, m = max count, r* = min_i where(count_i == m, "
          "rank_i, n), count_i = #{j: x_j ties x_i}", f"(ArgMode {_MODE} x)", _PICK.format(p="(- (+ first m) 1)"),
          group="forward", lets=_MODE_LETS),
+    rule("argmode-sort", "argmode(x) = argsort(x)[the first r with c_r == max c], c_r = r - (the last run start <= r) + 1 "
+         "in the sorted values", f"(ArgMode {_MODE} x)",
+         "(Reshape oshape (Gather axis perm (Reduce.Min axes 1 (where (== c m) r (lit size)))))", group="forward",
+         lets=_RUNS),
     rule("mode-gather", "mode(x) = gather(x, argmode(x))", f"(Mode {_MODE} x)",
-         f"(Reshape oshape (Gather axis x (ArgMode axis 1 {_SHAPES} kshape size x)))", group="forward"),
+         f"(Reshape oshape (Gather axis x (ArgMode axis 1 {_SHAPES} kshape size pnq nn all x)))", group="forward"),
 )
