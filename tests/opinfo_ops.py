@@ -56,3 +56,5 @@ from opinfo_pool import ENTRIES as _pool  # noqa: E402
 OPINFO_BACKWARD.update(_pool,
 from opinfo_pad import ENTRIES as _pad  # noqa: E402
 OPINFO_BACKWARD.update(_pad)
+from opinfo_sort import ENTRIES as _sort  # noqa: E402
+OPINFO_BACKWARD.update(_sort)

@@ -231,6 +231,17 @@ ALL_OPS = doc(
     # mode padding (version 3, ops-pad: ids 1400-1409)
     node(1400, "ModePad", [0], [2, 4], F, {"axis": 1, "mode": "Reflect", "before": 2, "after": -1}),
     node(1401, "ModePadBackward", [1400], [2, 3], F, {"axis": -1, "mode": "Circular", "before": 1, "after": 0}),
+    # sorting (version 3, ops-sort: ids 1900-1909)
+    node(1900, "Sort", [0], [2, 3], F, {"axis": -1, "descending": True, "stable": False}),
+    node(1901, "ArgSort", [0], [2, 3], "i64", {"axis": 0, "descending": False, "stable": True}),
+    node(1902, "TopK", [0], [2, 2], F, {"k": 2, "axis": 1, "largest": True, "sorted": True}),
+    node(1903, "ArgTopK", [0], [0, 3], "i64", {"k": 0, "axis": 0, "largest": False, "sorted": False}),
+    node(1904, "KthValue", [0], [2], F, {"k": 3, "axis": 1, "keep_dim": False}),
+    node(1905, "ArgKthValue", [0], [1, 3], "i64", {"k": 1, "axis": 0, "keep_dim": True}),
+    node(1906, "Median", [0], [3], F, {"axis": -2, "keep_dim": False, "ignore_nan": True}),
+    node(1907, "ArgMedian", [0], [2, 1], "i64", {"axis": 1, "keep_dim": True, "ignore_nan": False}),
+    node(1908, "Mode", [0], [1, 3], F, {"axis": 0, "keep_dim": True}),
+    node(1909, "ArgMode", [0], [2], "i64", {"axis": -1, "keep_dim": False}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -243,7 +254,8 @@ ALL_OPS = doc(
              1200, 1201, 1202, 1203, 1204, 1205,
              1501, 1502, 1503, 1505, 1507, 1508, 1509,
              1527, 1528, 1529, 1530, 1533, 1534, 1535, 1536,
-             1401],
+             1401,
+             1900, 1901, 1902, 1903, 1904, 1905, 1906, 1907, 1908, 1909],
     name="all ops",
 )
 

@@ -25,6 +25,8 @@ from . import resample
 from . import unfold
 from . import unpool
 from . import padding
+from . import sort
+from . import order_stats
 from .base import Ctor, Head, OpDef
 
 
@@ -58,7 +60,9 @@ FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, r
             unfold.OPS,
             pool.V3,
             unpool.OPS,
-            padding.OPS)
+            padding.OPS,
+            sort.OPS,
+            order_stats.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

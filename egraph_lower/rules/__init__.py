@@ -21,6 +21,8 @@ from . import resample
 from . import unfold
 from . import unpool
 from . import padding
+from . import sort
+from . import order_stats
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -33,7 +35,9 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + unfold.RULES
                                + pool.V3
                                + unpool.RULES
-                               + padding.RULES)
+                               + padding.RULES
+                               + sort.RULES
+                               + order_stats.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

@@ -57,6 +57,8 @@ from .kernels_pool import (adaptive_avg_pool3d, adaptive_avg_pool3d_backward, ad
                            adaptive_max_pool3d_backward, adaptive_max_pool3d_indices, avg_pool3d, avg_pool3d_backward,
                            max_pool3d, max_pool3d_backward, max_pool3d_indices, max_unpool2d, max_unpool3d)
 from .kernels_pad import mode_pad, mode_pad_backward
+from .kernels_sort import (arg_kth_value, arg_median, arg_mode, arg_sort, arg_top_k, kth_value, median, mode, sort,
+                           top_k)
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -94,6 +96,8 @@ __all__ += ["adaptive_avg_pool3d", "adaptive_avg_pool3d_backward", "adaptive_max
             "adaptive_max_pool3d_indices", "avg_pool3d", "avg_pool3d_backward", "max_pool3d", "max_pool3d_backward",
             "max_pool3d_indices", "max_unpool2d", "max_unpool3d"]
 __all__ += ["mode_pad", "mode_pad_backward"]
+__all__ += ["sort", "arg_sort", "top_k", "arg_top_k"]
+__all__ += ["kth_value", "arg_kth_value", "median", "arg_median", "mode", "arg_mode"]
 
 
 def _dtype(name: str) -> torch.dtype:

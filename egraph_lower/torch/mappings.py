@@ -12,6 +12,7 @@ from . import aten_loss
 from . import aten_reduce
 from . import aten_resample
 from . import aten_pad
+from . import aten_sort
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
@@ -21,4 +22,5 @@ FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_n
             aten_softmax, aten_indexing, aten_groupnorm, aten_math, aten_loss,
             aten_reduce,
             aten_resample,
-            aten_pad)  # registered by importing them
+            aten_pad,
+            aten_sort)  # registered by importing them

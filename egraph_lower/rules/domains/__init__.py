@@ -32,6 +32,7 @@ from .reductions import reductions_domain
 from .resample import RESAMPLE_SCALES, resample_domain, unfold_domain
 from .pool import unpool_domain
 from .padding import padding_domain
+from .sort import sort_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
            "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
@@ -64,6 +65,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "unfold": unfold_domain,
     "unpool": unpool_domain,
     "padding": padding_domain,
+    "sort": sort_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
