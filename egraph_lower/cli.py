@@ -126,22 +126,37 @@ def cmd_backends(args: argparse.Namespace) -> int:
 
 def cmd_rules(args: argparse.Namespace) -> int:
     """The rule catalogue; with --check, every rule checked numerically: the table on stdout, then
-    one line on stderr for each rule and dtype that fails, and exit status 1 if any does."""
+    one line on stderr for each rule and dtype that fails, and exit status 1 if any does. With
+    --backend FILE, that backend file's own rules and kernels instead of the built-in rules."""
     with signals.held():
         from .rules import ALL_RULES
 
         if args.check:
-            from .rules.check import check, format_table
+            from .rules.check import check, check_backend, format_table
+        if args.backend:
+            from . import backends
 
+    own = backends.load(args.backend) if args.backend else None
     if args.check:
-        results = check(ALL_RULES)
+        results = check(ALL_RULES) if own is None else check_backend(own)
+        if own is not None and not results:
+            print(f"backend {own.name} declares no rules and no kernels")
+            return 0
         print(format_table(results))
         failed = [res for res in results if not res.ok]
         for res in failed:
             print(f"{PROG}: rule {res.rule} fails its check in {res.dtype}: {res.failure}", file=sys.stderr)
         return 1 if failed else 0
-    width = max(len(r.name) for r in ALL_RULES)
-    for r in ALL_RULES:
+    listed = ALL_RULES if own is None else own.rules
+    if own is not None:
+        for k in own.kernels:
+            print(f"kernel {k.name}({', '.join(k.inputs)}): {k.description}".rstrip(": "))
+            for i, text in enumerate(k.outputs):
+                print(f"  output {i}  {text}")
+        if not listed:
+            return 0
+    width = max(len(r.name) for r in listed)
+    for r in listed:
         print(f"{r.name:<{width}}  [{r.group}] {r.identity}")
         print(f"{'':<{width}}  lowers {r.lowers}; needs {', '.join(r.needs)}")
     return 0
@@ -229,6 +244,7 @@ def parser() -> argparse.ArgumentParser:
 
     rl = sub.add_parser("rules", help="the rule catalogue")
     rl.add_argument("--check", action="store_true", help="check every rule numerically against float64")
+    rl.add_argument("--backend", "-b", metavar="FILE", help="a backend file's own rules and kernels instead")
     rl.set_defaults(func=cmd_rules)
 
     ex = sub.add_parser("explore", help="how the rules rewrote a graph: alternatives, costs, reports")

@@ -153,7 +153,8 @@ def saturate_graph(
 ) -> Saturated:
     """Stages load and saturate, with the rules that the targets need (capability gating)."""
     missing = frozenset().union(*(b.missing for b in targets))
-    rules = rules_mod.select(missing, present={label(n.op, n.attrs) for n in graph.nodes})
+    own = tuple({r.name: r for b in targets for r in b.own_rules}.values())  # backend files' rules and kernels
+    rules = rules_mod.select(missing, present={label(n.op, n.attrs) for n in graph.nodes}, extra=own)
     t0 = time.perf_counter()
     check_load(len(graph.nodes))
     given = graph

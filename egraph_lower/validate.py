@@ -239,7 +239,9 @@ def check_node(raw: Any, index: int, seen: Seen) -> Node:
     inputs = raw["inputs"]
     if not isinstance(inputs, list) or not all(_is_int(i) and i >= 0 for i in inputs):
         raise fail(f"'inputs' must be a list of node ids, got {_r(inputs)}")
-    if len(inputs) != spec.arity:
+    if spec.max_inputs is not None and not spec.takes(len(inputs)):
+        raise fail(f"takes 1 to {spec.max_inputs} inputs, got {len(inputs)}")
+    if spec.max_inputs is None and len(inputs) != spec.arity:
         names = f" ({', '.join(spec.inputs)})" if spec.inputs else ""
         raise fail(f"takes {spec.arity} input{'s' * (spec.arity != 1)}{names}, got {len(inputs)}")
     for i in inputs:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..dtypes import ITEMSIZE
 
@@ -61,6 +62,7 @@ class CostModel:
     flop: float
     view: float
     weights: Mapping[str, float] = field(default_factory=dict)  # "Activation.Erf" -> work per element
+    kernels: Mapping[str, Any] = field(default_factory=dict)  # a kernel output's constructor -> its KernelCost
 
     def weight(self, op: str, kind: str | None) -> float:
         key = f"{op}.{kind}" if kind else op
@@ -86,6 +88,11 @@ class CostModel:
             return 0.0
         if op in ("Reshape", "Expand"):
             return self.view
+        if op == "Kernel":  # a backend file's fused kernel: its declared cost (backends/kernels.py)
+            from .kernels import kernel_cost
+
+            k = self.kernels.get(kind or "")
+            return math.inf if k is None else kernel_cost(k, self, inputs, out)
         out_dtype = out[1] or "f32"
         out_elems = math.prod(out[0])
         moved = out_elems * ITEMSIZE[out_dtype]

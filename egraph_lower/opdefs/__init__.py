@@ -21,6 +21,7 @@ from . import (activation, batchnorm, conv, elementwise, index, layout, leaves, 
 from . import attention, groupnorm, indexing, scatter
 from . import loss
 from . import reductions
+from . import kernel
 from .base import Ctor, Head, OpDef
 
 
@@ -49,7 +50,8 @@ FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, r
             activation.BACKWARD, batchnorm.BACKWARD, softmax.OPS, log_softmax.OPS, mse.OPS, index.OPS, nll.OPS,
             norm.OPS, slicing.OPS, pool.OPS + pool.BACKWARD, conv.OPS, conv.BACKWARD, attention.OPS,
             indexing.OPS, scatter.OPS, groupnorm.OPS, loss.OPS,
-            reductions.OPS)
+            reductions.OPS,
+            kernel.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

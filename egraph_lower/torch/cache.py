@@ -42,8 +42,14 @@ def backend_key(backend: Backend) -> dict[str, Any]:
         value = getattr(backend, f.name)
         if f.name == "description":
             continue
-        if f.name == "cost":
-            value = {k: (dict(sorted(v.items())) if k == "weights" else v) for k, v in asdict(value).items()}
+        if f.name == "cost":  # (its kernels' costs: in `kernels`)
+            value = {k: (dict(sorted(v.items())) if k == "weights" else v) for k, v in asdict(value).items()
+                     if k != "kernels"}
+        elif f.name == "kernels":  # a backend file's kernels and rules as declared
+            value = [[k.name, list(k.inputs), list(k.outputs), [k.cost.launch, k.cost.bytes, k.cost.work],
+                      sorted(k.cost.dtypes) if k.cost.dtypes is not None else None] for k in value]
+        elif f.name == "rules":
+            value = [[r.name, *r.source] for r in value]
         elif isinstance(value, frozenset):
             value = sorted(value)
         out[f.name] = value

@@ -50,6 +50,7 @@ from .kernels_indexing import flip, index, index2, index3, index_put, index_put2
 from .kernels_math import binary_new
 from ..opdefs.binary_math import NEW_OPS as NEW_BINARY_OPS
 from .kernels_reduce import arg_reduce, arg_scan, log_cum_sum_exp, prod, scan, var
+from .kernels_kernel import kernel
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -80,6 +81,7 @@ __all__ += ["group_norm", "group_norm_backward_input", "group_norm_backward_weig
 __all__ += ["binary_cross_entropy", "binary_cross_entropy_backward", "huber_loss", "huber_loss_backward",
             "smooth_l1_loss", "smooth_l1_loss_backward", "soft_margin_loss", "soft_margin_loss_backward"]
 __all__ += ["var", "arg_reduce", "scan", "log_cum_sum_exp", "arg_scan"]
+__all__ += ["kernel"]
 
 
 def _dtype(name: str) -> torch.dtype:
