@@ -168,6 +168,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
         from .document import load_graph
         from .explore import explore
+        from .explore.whatif import WhatIf, parse_cost
         from .outputs import STDOUT, Outputs
 
     limits = _limits(args)
@@ -178,10 +179,12 @@ def cmd_explore(args: argparse.Namespace) -> int:
         out.add(STDOUT if summary_to_stdout else None, "summary")
         graph = load_graph(args.graph)
         compare = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
+        what_if = WhatIf(tuple(args.without or ()), tuple(parse_cost(c) for c in args.cost or ()),
+                         tuple(args.kernel or ()))
         progress = _progress(not args.quiet)
         try:
             ex = explore(graph, args.backend, compare=compare, limits=limits, progress=progress,
-                         extractor=args.extractor)
+                         extractor=args.extractor, what_if=what_if if not what_if.empty else None)
         finally:
             if progress:
                 sys.stderr.write("\n")
@@ -255,6 +258,11 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--html", metavar="FILE", help="write the report as a self-contained HTML page")
     ex.add_argument("--dot", metavar="FILE", help="write the e-graph as Graphviz DOT")
     ex.add_argument("--extractor", choices=EXTRACTORS, default="greedy", help="default greedy")
+    ex.add_argument("--without", action="append", metavar="RULE", help="what if: without this rule (repeatable)")
+    ex.add_argument("--cost", action="append", metavar="OP=FACTOR",
+                    help="what if: this op's cost scaled (MatMul=2, Activation.Erf=0.5; repeatable)")
+    ex.add_argument("--kernel", action="append", metavar="FILE",
+                    help="what if: with the kernels (and rules) of this file (repeatable)")
     ex.add_argument("--quiet", "-q", action="store_true", help="no summary, no progress")
     _add_limits(ex)
     ex.set_defaults(func=cmd_explore)

@@ -63,6 +63,8 @@ class CostModel:
     view: float
     weights: Mapping[str, float] = field(default_factory=dict)  # "Activation.Erf" -> work per element
     kernels: Mapping[str, Any] = field(default_factory=dict)  # a kernel output's constructor -> its KernelCost
+    scale: Mapping[str, float] = field(default_factory=dict)  # a label (`MatMul`, `Activation.Erf`) -> a factor
+    # on its whole cost (explore's what-if `--cost OP=FACTOR`); a kernel's label is `Kernel.<name>`
 
     def weight(self, op: str, kind: str | None) -> float:
         key = f"{op}.{kind}" if kind else op
@@ -83,7 +85,18 @@ class CostModel:
         return 1.0
 
     def node_cost(self, op: str, kind: str | None, inputs: Sequence[Meta], out: Meta) -> float:
-        """The cost of one node computing `out` from `inputs` (dtype None: a scalar literal)."""
+        """The cost of one node computing `out` from `inputs` (dtype None: a scalar literal), times its
+        label's factor in `scale` (else its op's)."""
+        cost = self._node_cost(op, kind, inputs, out)
+        if self.scale:
+            if op == "Kernel":
+                k = self.kernels.get(kind or "")
+                kind = getattr(k, "name", None)
+            factor = self.scale.get(f"{op}.{kind}" if kind else op, self.scale.get(op, 1.0))
+            return cost * factor
+        return cost
+
+    def _node_cost(self, op: str, kind: str | None, inputs: Sequence[Meta], out: Meta) -> float:
         if op in ("Input", "Param", "Constant"):
             return 0.0
         if op in ("Reshape", "Expand"):

@@ -60,6 +60,7 @@ class KernelCost:
     work: float = 1.0
     outputs: int = 1
     dtypes: frozenset[str] | None = None
+    name: str = ""  # the kernel's (what a cost scale names: `Kernel.<name>`)
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class KernelDecl:
     terms: tuple[App, ...]  # parsed
     sorts: tuple[tuple[str, str], ...]  # its primitive variables and their egglog sorts
     cost: KernelCost
-    check: Mapping[str, Any] | None = None
+    check: Mapping[str, Any] | None = field(default=None, compare=False)
 
     @property
     def ctors(self) -> tuple[str, ...]:
@@ -240,7 +241,8 @@ def _kernel_cost(cost: Any, dtypes: Any, outputs: int, where: str) -> KernelCost
         if bad:
             raise _fail(where, f"unknown dtype {_short(bad[0])}")
         taken = frozenset(dtypes)
-    return KernelCost(values["launch"], values["bytes"], values["work"], outputs, taken)
+    return KernelCost(values["launch"], values["bytes"], values["work"], outputs, taken,
+                      where.rsplit(": kernel ", 1)[-1])
 
 
 def kernel_cost(k: KernelCost, model: Any, inputs: Sequence[tuple[tuple[int, ...], str | None]],

@@ -85,7 +85,8 @@ def unchanged(graph: Graph, backend: Backend) -> bool:
     any of them (the e-graph would hold the graph's nodes alone, identical ones merged)."""
     if not all(backend.runs_node(n) for n in graph.nodes):
         return False
-    return not rules.select(backend.missing, present={label(n.op, n.attrs) for n in graph.nodes})
+    return not rules.select(backend.missing, present={label(n.op, n.attrs) for n in graph.nodes},
+                            extra=backend.own_rules)  # (a backend file's kernels may replace what it runs)
 
 
 def clear() -> None:
