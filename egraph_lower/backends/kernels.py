@@ -19,6 +19,12 @@ once) and writes (its outputs), `work` units of work per element of its largest 
 is a node of its own, priced at its share: 1/n of the launches, the reads and the work, and its own
 write; a backend runs the outputs of one kernel on the same inputs as one launch.
 
+Half precision: an f16/bf16 node that rules expand is loaded as the op computed in float32 between
+casts (`egraph/load.py`), and a kernel's pattern matches that float32 op: the kernel is taken in
+float32, its inputs and outputs cast, and a nested pattern does not match across those casts (the
+cross-entropy kernel of the example is taken in f32 graphs only). A kernel of every output matched
+together needs every output in the graph (a layer norm without a bias has no `LnBwdBias`).
+
 A backend's rules are rewrites like the built-in ones (`rules/`), applied only when lowering for it
 (in every lowering for it, not only where it lacks an op). `egraph-lower rules --check --backend FILE`
 checks them like the built-in ones, each on the domain of its left-hand side's op (so it names its
