@@ -302,3 +302,17 @@ def test_rules_backend_lists_its_kernels_and_rules() -> None:
 def test_a_builtin_backend_has_no_rules_or_kernels_to_check() -> None:
     r = _cli("rules", "--check", "--backend", "metal")
     assert r.returncode == 0 and "declares no rules and no kernels" in r.stdout
+
+
+def test_a_check_sample_that_does_not_fit_is_one_line_naming_the_kernel(tmp_path: Path) -> None:
+    path = tmp_path / "badsample.json"
+    path.write_text(json.dumps(_with(_set(("kernels", 2, "check", "x"), [5, 9]))))
+    r = _cli("rules", "--check", "--backend", str(path))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert "rule kernel bias_gelu_tanh output 0: cannot be checked: Binary: operands could not be broadcast" in r.stderr
+
+
+def test_a_rule_on_an_op_the_checker_cannot_sample_is_refused() -> None:
+    doc = _with(lambda d: d["rules"].append({"name": "concat-self", "lhs": "(Concat axis a b)", "rhs": "(Concat axis a b)"}))
+    with pytest.raises(BackendError, match="rule concat-self: Concat has no checker domain"):
+        backends.from_dict(doc, "file")

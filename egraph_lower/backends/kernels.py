@@ -44,6 +44,7 @@ from typing import Any
 from ..dtypes import DTYPES
 from ..egraph.language import CTORS, KERNEL, kernel_ctor
 from ..errors import BackendError
+from ..opdefs import OPDEFS
 from ..opdefs.kernel import MAX_KERNEL_INPUTS, NAME, VARIABLE
 from ..rules.dsl import App, Rule, Term, Var, rule, to_egglog
 
@@ -196,8 +197,8 @@ def _kernel(doc: Any, backend: str, index: int) -> KernelDecl:
     used: set[str] = set()
     sorts: dict[str, str] = {}
     for i, t in enumerate(terms):
-        if t.ctor in CTORS and CTORS[t.ctor].op == KERNEL:
-            raise _fail(where, f"outputs[{i}] is a Kernel itself")
+        if t.ctor not in CTORS:
+            raise _fail(where, f"outputs[{i}] must apply an op of the format, not be a literal")
         tensors = tensor_variables(t)
         extra = [v for v in tensors if v not in inputs]
         if extra:
@@ -290,7 +291,10 @@ def rules(value: Any, where: str) -> tuple[Rule, ...]:
             made = rule(name, _text(doc, "identity", at, required=False), texts[0], texts[1], group=BACKEND_GROUP)
         except (SyntaxError, KeyError, IndexError) as e:
             raise _fail(at, str(e).replace("\n", " ")) from None
-        if CTORS[made.lhs.ctor].op == KERNEL if isinstance(made.lhs, App) and made.lhs.ctor in CTORS else False:
-            raise _fail(at, "a rule cannot rewrite a Kernel")
+        lhs_op = CTORS[made.lhs.ctor].op if isinstance(made.lhs, App) and made.lhs.ctor in CTORS else None
+        if lhs_op is None:
+            raise _fail(at, "the left-hand side must apply an op of the format, not be a literal")
+        if OPDEFS[lhs_op].domain is None:
+            raise _fail(at, f"{lhs_op} has no checker domain (OpDef.domain), so no rule on it can be checked")
         out.append(made)
     return tuple(out)

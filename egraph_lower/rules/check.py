@@ -308,10 +308,19 @@ def kernel_checks(kernel: object) -> list[tuple[Rule, Env | None]]:
 def check_backend(backend: object, dtypes: Sequence[str] = DTYPES) -> list[CheckResult]:
     """A backend file's own rules, checked as the built-in ones are, and each output of its kernels
     against its pattern (`kernel_checks`); one result per (rule or kernel output, dtype)."""
-    results = check(backend.rules, dtypes)  # type: ignore[attr-defined]
+    checks: list[tuple[Rule, Env | None]] = [(r, None) for r in backend.rules]  # type: ignore[attr-defined]
     for k in backend.kernels:  # type: ignore[attr-defined]
-        for r, sample in kernel_checks(k):
+        checks += kernel_checks(k)
+    results = []
+    for r, sample in checks:
+        try:
             results += [check_rule(r, d, sample) for d in dtypes]
+        except LowerError as e:
+            if str(e).startswith(f"rule {r.name}:"):
+                raise
+            raise LowerError(f"rule {r.name}: cannot be checked: {e}") from None
+        except (ValueError, KeyError, TypeError, IndexError) as e:  # a sample that does not fit the pattern
+            raise LowerError(f"rule {r.name}: cannot be checked: {type(e).__name__}: {e}") from None
     return results
 
 
