@@ -45,6 +45,8 @@ def infer(op: str, attrs: Mapping[str, Any], inputs: Sequence[Meta]) -> Meta:
         raise ValueError(f"unknown op {_r(op)}")
     if d.infer is None:
         raise ValueError("a leaf has no inputs to infer from: its shape and dtype are declared")
+    if op == "Kernel":
+        from . import patterns  # noqa: F401  (installs the Kernel op's pattern machinery)
     return d.infer(attrs, inputs)
 
 
@@ -53,6 +55,8 @@ def check_attrs(op: str, attrs: Mapping[str, Any], inputs: Sequence[Meta] | None
     d = OPDEFS.get(op) if isinstance(op, str) else None
     if d is None:
         raise ValueError(f"unknown op {_r(op)}")
+    if op == "Kernel":
+        from . import patterns  # noqa: F401  (installs the Kernel op's pattern machinery)
     declared = {a.name for a in d.attrs}
     for key in attrs:
         if key not in declared:

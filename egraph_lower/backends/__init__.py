@@ -43,7 +43,7 @@ from ..reading import BACKEND_BYTES, read_text
 from ..egraph.language import KERNEL, kernel_key
 from ..rules.dsl import Rule
 from . import kernels as kernels_mod
-from .cost import CostModel
+from .cost import MAX_COST, CostModel
 from .kernels import KernelDecl
 
 BUILTIN = ("cpu", "mlx", "metal", "tpu", "wgpu")
@@ -52,11 +52,6 @@ _KEYS = {"name", "description", "ops", "activation_kinds", "backward_kinds", "bi
 HALF_PRECISION_MATH = ("float32", "native")
 _COST_KEYS = {"launch", "byte", "flop", "view", "weights"}
 _KINDED = tuple(name for name, d in OPDEFS.items() if d.kinded)  # Activation, ActivationBackward
-# A bound on every cost number. A node moves at most 7 tensors of 2**62 elements of 8 bytes
-# (2.6e20 bytes) and does at most 2**125 (4e37) units of work (a MatMul's 2*m*n*k): with each
-# coefficient and weight at most 1e30, a kernel costs under 1e98 and a graph of 2**31 nodes
-# under 1e108, far from a float's overflow (1.8e308).
-MAX_COST = 1e30
 MAX_NAME = 200  # characters of a name; a description may take ten times as many
 WEIGHT_LABELS = frozenset(
     [*OPS, *(f"{op}.{k}" for op in _KINDED for k in ACTIVATION_KINDS),

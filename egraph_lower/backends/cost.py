@@ -55,6 +55,38 @@ def activation_weight(kind: str) -> float:
     return 10.0  # composite kinds: Gelu, Erf, Tan, Atan, Softplus, Mish, ...
 
 
+# A bound on every cost number. A node moves at most 7 tensors of 2**62 elements of 8 bytes
+# (2.6e20 bytes) and does at most 2**125 (4e37) units of work (a MatMul's 2*m*n*k): with each
+# coefficient and weight at most 1e30, a kernel costs under 1e98 and a graph of 2**31 nodes
+# under 1e108, far from a float's overflow (1.8e308).
+MAX_COST = 1e30
+
+
+@dataclass(frozen=True)
+class KernelCost:
+    """What one output of a kernel of `outputs` outputs costs: see the module docstring."""
+
+    launch: float = 1.0
+    bytes: float = 1.0
+    work: float = 1.0
+    outputs: int = 1
+    dtypes: frozenset[str] | None = None
+    name: str = ""  # the kernel's (what a cost scale names: `Kernel.<name>`)
+
+
+def kernel_cost(k: KernelCost, model: Any, inputs: Sequence[tuple[tuple[int, ...], str | None]],
+                out: tuple[tuple[int, ...], str | None]) -> float:
+    """One output's share of a kernel's cost in `model` (a `CostModel`), inf for a dtype it does not take."""
+    out_dtype = out[1] or "f32"
+    if k.dtypes is not None and out_dtype not in k.dtypes:
+        return math.inf
+    read = sum(math.prod(s) * ITEMSIZE[d or out_dtype] for s, d in inputs)
+    largest = max([math.prod(s) for s, _ in inputs] + [math.prod(out[0])])
+    n = k.outputs
+    return (k.launch * model.launch / n + model.byte * k.bytes * (read / n + math.prod(out[0]) * ITEMSIZE[out_dtype])
+            + model.flop * k.work * largest / n)
+
+
 @dataclass(frozen=True)
 class CostModel:
     launch: float
@@ -102,8 +134,6 @@ class CostModel:
         if op in ("Reshape", "Expand"):
             return self.view
         if op == "Kernel":  # a backend file's fused kernel: its declared cost (backends/kernels.py)
-            from .kernels import kernel_cost
-
             k = self.kernels.get(kind or "")
             return math.inf if k is None else kernel_cost(k, self, inputs, out)
         out_dtype = out[1] or "f32"

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..dtypes import DTYPES
+from .cost import MAX_COST, KernelCost
 from ..egraph.language import CTORS, KERNEL, kernel_ctor
 from ..errors import BackendError
 from ..opdefs import OPDEFS
@@ -56,18 +57,6 @@ _KERNEL_COST_KEYS = {"launch", "bytes", "work"}
 _RULE_KEYS = {"name", "identity", "lhs", "rhs"}
 _OUT = "kernel_out_"  # the variables of a multi-output kernel's rule that hold its outputs' e-classes
 BACKEND_GROUP = "backend"  # the group of a backend file's rules
-
-
-@dataclass(frozen=True)
-class KernelCost:
-    """What one output of a kernel of `outputs` outputs costs: see the module docstring."""
-
-    launch: float = 1.0
-    bytes: float = 1.0
-    work: float = 1.0
-    outputs: int = 1
-    dtypes: frozenset[str] | None = None
-    name: str = ""  # the kernel's (what a cost scale names: `Kernel.<name>`)
 
 
 @dataclass(frozen=True)
@@ -227,8 +216,6 @@ def _kernel(doc: Any, backend: str, index: int) -> KernelDecl:
 
 
 def _kernel_cost(cost: Any, dtypes: Any, outputs: int, where: str) -> KernelCost:
-    from . import MAX_COST
-
     if not isinstance(cost, dict):
         raise _fail(where, "cost must be an object")
     unknown = sorted(set(cost) - _KERNEL_COST_KEYS)
@@ -250,21 +237,6 @@ def _kernel_cost(cost: Any, dtypes: Any, outputs: int, where: str) -> KernelCost
         taken = frozenset(dtypes)
     return KernelCost(values["launch"], values["bytes"], values["work"], outputs, taken,
                       where.rsplit(": kernel ", 1)[-1])
-
-
-def kernel_cost(k: KernelCost, model: Any, inputs: Sequence[tuple[tuple[int, ...], str | None]],
-                out: tuple[tuple[int, ...], str | None]) -> float:
-    """One output's share of a kernel's cost in `model` (a `CostModel`), inf for a dtype it does not take."""
-    from ..dtypes import ITEMSIZE
-
-    out_dtype = out[1] or "f32"
-    if k.dtypes is not None and out_dtype not in k.dtypes:
-        return math.inf
-    read = sum(math.prod(s) * ITEMSIZE[d or out_dtype] for s, d in inputs)
-    largest = max([math.prod(s) for s, _ in inputs] + [math.prod(out[0])])
-    n = k.outputs
-    return (k.launch * model.launch / n + model.byte * k.bytes * (read / n + math.prod(out[0]) * ITEMSIZE[out_dtype])
-            + model.flop * k.work * largest / n)
 
 
 def rules(value: Any, where: str) -> tuple[Rule, ...]:

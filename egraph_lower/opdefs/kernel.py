@@ -17,16 +17,14 @@ kernel's name (`egraph_lower.torch.register_kernel`).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..arrays import Args, Attrs
-from ..dtypes import FLOAT_DTYPES, round_float
-from ..errors import LowerError
 from .base import Attr, Meta, OpDef
-from .meta import attr_check, is_int, show
+from .meta import attr_check, is_int
 
 MAX_KERNEL_INPUTS = 7  # the widest e-node the e-graph's tables hold (`egraph.tables.MAX_ARITY`)
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,99}$")
@@ -54,50 +52,36 @@ _ATTRS = (
 )
 
 
-def term_of(attrs: Mapping[str, Any]) -> Any:
-    """The node's pattern parsed and checked against its inputs and params (ValueError in one line)."""
-    from ..patterns import parsed, primitive_sorts, tensor_variables
+class _Machinery:
+    """The pattern's parse, inference and evaluation, which stand above the declarations (they need the
+    rule notation and every op's): `egraph_lower.patterns` installs them when imported, and the validator
+    and the evaluator import it before they ask a `Kernel` node anything."""
 
-    try:
-        term = parsed(attrs["pattern"])
-    except SyntaxError as e:
-        raise ValueError(f"pattern: {e}") from None
-    inputs, params = attrs["inputs"], attrs.get("params", {})
-    missing = [v for v in tensor_variables(term) if v not in inputs]
-    if missing:
-        raise ValueError(f"pattern variable {show(missing[0])} is not one of the inputs {show(inputs)}")
-    unbound = [v for v in primitive_sorts(term) if v not in params]
-    if unbound:
-        raise ValueError(f"pattern variable {show(unbound[0])} has no value in params")
-    return term
+    check: Callable[[Mapping[str, Any]], None] | None = None
+    infer: Callable[[Mapping[str, Any], Sequence[Meta]], Meta] | None = None
+    evaluate: Callable[[Attrs, Args, str], np.ndarray] | None = None
+
+
+MACHINERY = _Machinery()
+
+
+def _need(what: str) -> Any:
+    fn = getattr(MACHINERY, what)
+    if fn is None:  # (a bug: whoever asks a Kernel node imports egraph_lower.patterns first)
+        raise RuntimeError("a Kernel node needs egraph_lower.patterns imported")
+    return fn
 
 
 def _check(attrs: Mapping[str, Any]) -> None:
-    term_of(attrs)
+    _need("check")(attrs)
 
 
 def _infer(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    from ..patterns import infer
-
-    names = attrs["inputs"]
-    if len(ins) != len(names):
-        raise ValueError(f"takes {len(names)} inputs ({', '.join(names)}), one per name in 'inputs', got {len(ins)}")
-    return infer(term_of(attrs), dict(zip(names, ins)), attrs.get("params", {}))
+    return _need("infer")(attrs, ins)  # type: ignore[no-any-return]
 
 
 def _evaluate(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
-    from ..patterns import evaluate
-
-    try:
-        term = term_of(attrs)
-    except ValueError as e:
-        raise LowerError(f"Kernel: {e}") from None
-    value = np.asarray(evaluate(term, dict(zip(attrs["inputs"], args)), attrs.get("params", {})))
-    if dtype in FLOAT_DTYPES:
-        return round_float(value.astype(np.float64), dtype)
-    from ..evaluate import apply
-
-    return apply("Cast", {"to": dtype}, [value], dtype)
+    return _need("evaluate")(attrs, args, dtype)  # type: ignore[no-any-return]
 
 
 KERNEL = OpDef("Kernel", ("inputs",), _ATTRS, _infer, _evaluate, (), domain=None, torch="kernel", check=_check,

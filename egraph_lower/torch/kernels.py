@@ -50,7 +50,7 @@ from .kernels_indexing import flip, index, index2, index3, index_put, index_put2
 from .kernels_math import binary_new
 from ..opdefs.binary_math import NEW_OPS as NEW_BINARY_OPS
 from .kernels_reduce import arg_reduce, arg_scan, log_cum_sum_exp, prod, scan, var
-from .kernels_kernel import kernel
+from .kernels_kernel import run_kernel
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -216,6 +216,13 @@ def empty(like: Tensor | None, shape: Sequence[int], dtype: str) -> Tensor:
 
 
 # each op's function, as its declaration names it (`OpDef.torch`)
+def kernel(*ins: Tensor, name: str, inputs: Sequence[str], pattern: str, output: int = 0,
+           params: dict[str, Any] | None = None) -> Tensor:
+    """A backend file's fused kernel (`Kernel`): a torch function registered for its name, else its
+    pattern op by op (`kernels_kernel`)."""
+    return run_kernel(KERNELS, ins, name, inputs, pattern, output, params)
+
+
 KERNELS: dict[str, Callable[..., Any]] = {d.name: globals()[d.torch] for d in OPDEFS.values() if d.torch}
 # the ops whose function may return one of its inputs, or a view of one (the exporter copies such a
 # result where the FX graph promised a tensor of its own: contract.py); every other op's function

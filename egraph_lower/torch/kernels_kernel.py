@@ -33,8 +33,10 @@ def registered(name: str) -> Callable[..., Any] | None:
     return _REGISTERED.get(name)
 
 
-def kernel(*ins: Tensor, name: str, inputs: Sequence[str], pattern: str, output: int = 0,
-           params: Mapping[str, Any] | None = None) -> Tensor:
+def run_kernel(table: Mapping[str, Callable[..., Tensor]], ins: Sequence[Tensor], name: str, inputs: Sequence[str],
+               pattern: str, output: int = 0, params: Mapping[str, Any] | None = None) -> Tensor:
+    """A `Kernel` node's value: its registered function's, else its pattern run with `table`'s functions
+    (`kernels.KERNELS`, each format op's)."""
     params = dict(params or {})
     fn = _REGISTERED.get(name)
     if fn is not None:
@@ -44,15 +46,14 @@ def kernel(*ins: Tensor, name: str, inputs: Sequence[str], pattern: str, output:
 
     half = next((t.dtype for t in ins if t.dtype in _HALF), None)
     wide = [t.float() if t.dtype in _HALF else t for t in ins]
-    value = _run(parsed(pattern), dict(zip(inputs, wide)), params)
+    value = _run(parsed(pattern), dict(zip(inputs, wide)), params, table)
     return value.to(half) if half is not None and value.dtype == torch.float32 else value
 
 
-def _run(t: Any, env: Mapping[str, Tensor], params: Mapping[str, Any]) -> Tensor:
+def _run(t: Any, env: Mapping[str, Tensor], params: Mapping[str, Any], table: Mapping[str, Callable[..., Tensor]]) -> Tensor:
     from ..egraph.language import SCALAR
     from ..patterns import decoded
     from ..rules.dsl import App, Lit, Var
-    from .kernels import KERNELS
 
     if isinstance(t, Var):
         return env[t.name]
@@ -64,11 +65,11 @@ def _run(t: Any, env: Mapping[str, Tensor], params: Mapping[str, Any]) -> Tensor
         elif isinstance(a, App) and a.ctor == SCALAR:
             args.append(float(params[a.params[0]]))
         else:
-            args.append(_run(a, env, params))
+            args.append(_run(a, env, params, table))
     like = next((a for a in args if isinstance(a, Tensor) and a.is_floating_point()),
                 next((a for a in args if isinstance(a, Tensor)), None))
     dtype = like.dtype if like is not None and like.is_floating_point() else torch.float32
     device = like.device if like is not None else None
     tensors = [a if isinstance(a, Tensor) else torch.tensor(a, dtype=dtype, device=device) for a in args]
     op, attrs = decoded(t, params)
-    return KERNELS[op](*tensors, **attrs)
+    return table[op](*tensors, **attrs)
