@@ -5,7 +5,6 @@ kernels. (Through torch: tests/test_torch_backend_kernels.py.)"""
 
 from __future__ import annotations
 
-import copy
 import json
 import subprocess
 import sys

@@ -36,14 +36,13 @@ Any error in a declaration is one line naming the backend, the kernel or rule, a
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..dtypes import DTYPES
 from .cost import MAX_COST, KernelCost
-from ..egraph.language import CTORS, KERNEL, kernel_ctor
+from ..egraph.language import CTORS, kernel_ctor
 from ..errors import BackendError
 from ..opdefs import OPDEFS
 from ..opdefs.kernel import MAX_KERNEL_INPUTS, NAME, VARIABLE
