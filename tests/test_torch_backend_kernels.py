@@ -77,3 +77,23 @@ def test_a_registered_torch_function_runs_for_its_kernel() -> None:
     finally:
         elt.register_kernel("layer_norm_backward", None)
     assert calls and set(calls) == {3}  # axis, axes, lead; once per output and step
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+def test_the_torch_kernel_runs_the_pattern_as_the_evaluator_does(dtype: str) -> None:
+    import numpy as np
+
+    from egraph_lower.evaluate import apply
+    from egraph_lower.torch.common import FORMAT_TO_TORCH
+    from egraph_lower.torch.kernels import KERNELS
+
+    attrs = {"name": "centred_tanh", "inputs": ["x", "w"], "pattern": "(* (- x (Reduce.Mean axes 1 x)) (Tanh (+ w 0.5)))",
+             "params": {"axes": "[1]"}}
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(4, 6, generator=g).to(FORMAT_TO_TORCH[dtype]), torch.randn(6, generator=g).to(FORMAT_TO_TORCH[dtype])
+    got = KERNELS["Kernel"](x, w, **attrs)
+    want = apply("Kernel", attrs, [x.float().numpy(), w.float().numpy()], "f64")  # the values x and w hold, in f64
+    assert got.dtype == x.dtype
+    eps = {"f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}[dtype]
+    # computed in f32 (f16 and bf16 too), rounded once to the dtype: within a few ulps of the exact value
+    np.testing.assert_allclose(got.float().numpy(), want, rtol=4 * eps, atol=4 * eps)
