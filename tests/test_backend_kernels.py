@@ -315,3 +315,13 @@ def test_a_rule_on_an_op_the_checker_cannot_sample_is_refused() -> None:
     doc = _with(lambda d: d["rules"].append({"name": "concat-self", "lhs": "(Concat axis a b)", "rhs": "(Concat axis a b)"}))
     with pytest.raises(BackendError, match="rule concat-self: Concat has no checker domain"):
         backends.from_dict(doc, "file")
+
+
+def test_a_backend_rule_runs_only_when_lowering_for_its_backend(gpt2: Graph, lowered_gpt2: Any) -> None:
+    assert lowered_gpt2.report.rules_fired["metal-ln-bwd-bias-mean"] == 3
+    assert "metal-ln-bwd-bias-mean" not in lower(gpt2, "metal").report.rules_fired
+    # and for a backend that runs the op natively too: its own rules run in every lowering for it
+    doc = json.loads((ROOT / "egraph_lower" / "backends" / "cpu.json").read_text())
+    doc["rules"] = example()["rules"]
+    fired = lower(gpt2, backends.from_dict(doc, "cpu+rule")).report.rules_fired
+    assert fired == {"metal-ln-bwd-bias-mean": 3}  # nothing else: cpu runs every op

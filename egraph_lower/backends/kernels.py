@@ -46,7 +46,7 @@ from ..egraph.language import CTORS, kernel_ctor
 from ..errors import BackendError
 from ..opdefs import OPDEFS
 from ..opdefs.kernel import MAX_KERNEL_INPUTS, NAME, VARIABLE
-from ..rules.dsl import App, Rule, Term, Var, rule, to_egglog
+from ..rules.dsl import App, Rule, Term, Var, apps, rule, to_egglog
 
 MAX_KERNELS = 64
 MAX_RULES = 256
@@ -81,11 +81,6 @@ class KernelDecl:
         """The `Kernel` e-node of output `i`, over the kernel's inputs and primitive variables."""
         return App(self.ctors[i], tuple(name for name, _ in self.sorts), tuple(Var(v) for v in self.inputs))
 
-    def attrs(self, i: int, params: Mapping[str, Any]) -> dict[str, Any]:
-        """The attributes of a `Kernel` node of output `i` with these primitive values."""
-        out: dict[str, Any] = {"name": self.name, "inputs": list(self.inputs), "pattern": self.outputs[i], "output": i}
-        return out | ({"params": dict(params)} if params else {})
-
     @property
     def rule(self) -> KernelRule:
         return KernelRule(f"kernel-{self.name}", f"the backend's kernel {self.name}", self.terms[0], self.rhs(0),
@@ -106,14 +101,10 @@ class KernelRule(Rule):
 
     @property
     def ctors(self) -> frozenset[str]:  # type: ignore[override]
-        from ..rules.dsl import apps
-
         return frozenset(a.ctor for lhs, rhs in self.pairs for a in apps(lhs) + apps(rhs))
 
     @property
     def rhs_apps(self) -> frozenset[App]:  # type: ignore[override]
-        from ..rules.dsl import apps
-
         return frozenset(a for _, rhs in self.pairs for a in apps(rhs))
 
     def egglog(self, ruleset: str) -> str:
