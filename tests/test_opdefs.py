@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from egraph_lower import backends, ops
+from egraph_lower import patterns  # noqa: F401  (the Kernel op's machinery: the parts below call it directly)
 from egraph_lower.egraph import language
 from egraph_lower.evaluate import apply
 from egraph_lower.graph import Node
