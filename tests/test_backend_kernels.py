@@ -325,3 +325,30 @@ def test_a_backend_rule_runs_only_when_lowering_for_its_backend(gpt2: Graph, low
     doc["rules"] = example()["rules"]
     fired = lower(gpt2, backends.from_dict(doc, "cpu+rule")).report.rules_fired
     assert fired == {"metal-ln-bwd-bias-mean": 3}  # nothing else: cpu runs every op
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_in_half_precision_the_kernels_are_taken_in_the_low_dtype(gpt2: Graph, dtype: str) -> None:
+    import dataclasses
+
+    half = validated(Graph([dataclasses.replace(n, dtype=dtype if n.dtype == "f32" else n.dtype) for n in gpt2.nodes],
+                           gpt2.outputs, "half"))
+    got = lower(half, backends.load(str(EXAMPLE)))
+    kernels = [n for n in got.graph.nodes if n.op == "Kernel"]
+    assert kernels_of(got.graph) == kernels_of(lower(gpt2, backends.load(str(EXAMPLE))).graph)
+    assert {n.dtype for n in kernels} == {dtype}  # read and written in the low dtype: no casts around them
+    assert got.report.rules_fired["kernel-layer_norm_backward-half"] == 3
+    plain = lower(half, "metal")
+    assert got.report.after["cost"] < plain.report.after["cost"]
+    feeds = _feeds(half, np.random.default_rng(0))
+    ref = evaluate(as_f64(half), feeds)
+    eps = {"f16": 2.0**-10, "bf16": 2.0**-7}[dtype]
+    for g, p, r in zip(evaluate(got.graph, feeds), evaluate(plain.graph, feeds), ref):
+        finite = np.isfinite(r) & np.isfinite(p.astype(np.float64))
+        scale = max(1.0, float(np.abs(r[finite]).max(initial=0.0)))
+
+        def err(v: np.ndarray) -> float:
+            return float(np.abs(v.astype(np.float64) - r)[finite].max(initial=0.0)) / scale
+
+        # as close to the float64 reference as metal's own lowering of the graph, within a few eps(d)
+        assert err(g) <= err(p) + 8 * eps, (err(g), err(p))

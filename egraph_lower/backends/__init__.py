@@ -79,7 +79,7 @@ class Backend:
     @cached_property
     def own_rules(self) -> tuple[Rule, ...]:
         """The rules lowering for it adds to the built-in ones: its rules, and one per kernel."""
-        return self.rules + tuple(k.rule for k in self.kernels)
+        return self.rules + tuple(r for k in self.kernels for r in k.rules)
 
     def runs(self, op: str, kind: str | None = None) -> bool:
         """Whether a kernel exists for `op` (of `kind`, for the ops whose kinds backends list; for

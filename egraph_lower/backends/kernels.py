@@ -19,11 +19,12 @@ once) and writes (its outputs), `work` units of work per element of its largest 
 is a node of its own, priced at its share: 1/n of the launches, the reads and the work, and its own
 write; a backend runs the outputs of one kernel on the same inputs as one launch.
 
-Half precision: an f16/bf16 node that rules expand is loaded as the op computed in float32 between
-casts (`egraph/load.py`), and a kernel's pattern matches that float32 op: the kernel is taken in
-float32, its inputs and outputs cast, and a nested pattern does not match across those casts (the
-cross-entropy kernel of the example is taken in f32 graphs only). A kernel of every output matched
-together needs every output in the graph (a layer norm without a bias has no `LnBwdBias`).
+Half precision: an f16/bf16 node that rules expand is loaded as its kernel-only twin and as the op
+computed in float32 between casts (`egraph/load.py`). A kernel's rule matches the latter (the kernel in
+float32, between casts), and its `-half` variant (`kernel-<name>-half`, where the pattern's ops have
+twins) the twins: the kernel in the low dtype, reading and writing f16/bf16 as a fused kernel does,
+which its `dtypes` must list. A kernel of every output matched together needs every output in the graph
+(a layer norm without a bias has no `LnBwdBias`).
 
 A backend's rules are rewrites like the built-in ones (`rules/`), applied only when lowering for it
 (in every lowering for it, not only where it lacks an op). `egraph-lower rules --check --backend FILE`
@@ -42,7 +43,7 @@ from typing import Any
 
 from ..dtypes import DTYPES
 from .cost import MAX_COST, KernelCost
-from ..egraph.language import CTORS, kernel_ctor
+from ..egraph.language import CTORS, TWINS, kernel_ctor
 from ..errors import BackendError
 from ..opdefs import OPDEFS
 from ..opdefs.kernel import MAX_KERNEL_INPUTS, NAME, VARIABLE
@@ -82,10 +83,27 @@ class KernelDecl:
         return App(self.ctors[i], tuple(name for name, _ in self.sorts), tuple(Var(v) for v in self.inputs))
 
     @property
-    def rule(self) -> KernelRule:
-        return KernelRule(f"kernel-{self.name}", f"the backend's kernel {self.name}", self.terms[0], self.rhs(0),
-                          BACKEND_GROUP, (self.outputs[0], ""),
-                          more=tuple((self.terms[i], self.rhs(i)) for i in range(1, len(self.terms))))
+    def rules(self) -> tuple[KernelRule, ...]:
+        """Its rule, and where a pattern's ops have kernel-only twins, the same rule on the twins
+        (`kernel-<name>-half`): an f16/bf16 node that rules expand is loaded as its twin next to the op
+        computed in float32 between casts (`egraph/load.py`), and this one takes the kernel in the low
+        dtype itself, reading and writing f16/bf16 as a fused kernel does."""
+        out = [self._rule(f"kernel-{self.name}", self.terms)]
+        twinned = tuple(_twinned(t) for t in self.terms)
+        if twinned != self.terms:
+            out.append(self._rule(f"kernel-{self.name}-half", twinned))
+        return tuple(out)
+
+    def _rule(self, name: str, terms: tuple[App, ...]) -> KernelRule:
+        return KernelRule(name, f"the backend's kernel {self.name}", terms[0], self.rhs(0), BACKEND_GROUP,
+                          (self.outputs[0], ""), more=tuple((terms[i], self.rhs(i)) for i in range(1, len(terms))))
+
+
+def _twinned(t: Term) -> Any:
+    """The pattern with each op that has a kernel-only twin (`language.TWINS`) spelled as its twin."""
+    if not isinstance(t, App):
+        return t
+    return App(TWINS.get(t.ctor, t.ctor), t.params, tuple(_twinned(a) for a in t.args))
 
 
 @dataclass(frozen=True)

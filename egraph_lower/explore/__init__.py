@@ -43,7 +43,7 @@ from ..provenance import Matcher
 from ..text import printable
 from .alternatives import Choice, Describer, Ranking, choices_for, rank
 from .convolutions import convolutions
-from .whatif import WhatIf, WhatIfResult, changed_backend, differences
+from .whatif import WhatIf, WhatIfResult, changed_backend, differences, dropped
 
 __all__ = ["Exploration", "Lowered", "WhatIf", "explore", "REPORT_KEYS"]
 
@@ -234,7 +234,7 @@ def explore(
         if shared:
             alt = _lower_for(s, changed, matcher, main=False, extractor=extractor)
         else:
-            s2 = saturate_graph(graph, (changed,), limits, progress, without=frozenset(what_if.without))
+            s2 = saturate_graph(graph, (changed,), limits, progress, without=dropped(what_if))
             alt = _lower_for(s2, changed, Matcher(s2.tables, s2.rules), main=False, extractor=extractor)
         main = lowered[target.name]
         result = WhatIfResult(what_if, changed, shared, main.stats(), alt.stats(), differences(main, alt, s.graph))

@@ -4,7 +4,8 @@
 
 A what-if changes the explored backend in up to three ways: `without` drops rules (built-in ones, or the
 backend file's own), `cost` scales the whole cost of an op (a label the cost model names: `MatMul`,
-`Activation.Erf`, `Binary.Div`, or a kernel as `Kernel.<name>`) by a factor, and `kernels` adds the
+`Activation.Erf`, `Binary.Div`, or a kernel as `Kernel.<name>`) by a factor (dropping a kernel's rule,
+`kernel-<name>`, drops its `-half` variant too), and `kernels` adds the
 kernels (and rules) of files holding a backend file's `"kernels"` list, or an object with `"kernels"`
 and `"rules"` (`backends/kernels.py`). The changed backend is extracted from the explored e-graph itself
 when that holds everything it needs (no rule dropped: a changed cost or a new kernel's rules added to the
@@ -105,6 +106,11 @@ def _form(a: Alternative | None) -> dict[str, Any] | None:
     if a is None:
         return None
     return {"form": "kept as is" if a.original else a.expr, "label": a.label, "cost": a.cost, "rules": a.rules}
+
+
+def dropped(w: WhatIf) -> frozenset[str]:
+    """The rules a what-if drops: those it names, and each named kernel rule's `-half` variant."""
+    return frozenset(w.without) | {f"{n}-half" for n in w.without if n.startswith("kernel-")}
 
 
 @dataclass
