@@ -97,3 +97,25 @@ def test_the_torch_kernel_runs_the_pattern_as_the_evaluator_does(dtype: str) -> 
     eps = {"f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}[dtype]
     # computed in f32 (f16 and bf16 too), rounded once to the dtype: within a few ulps of the exact value
     np.testing.assert_allclose(got.float().numpy(), want, rtol=4 * eps, atol=4 * eps)
+
+
+def test_the_lowered_mlp_graphs_run_in_the_evaluator_as_imported(tmp_path: Path) -> None:
+    import numpy as np
+
+    from egraph_lower import cli
+    from test_backend_kernels import _feeds
+    from torch_models import recorded_graphs
+
+    lowered = recorded_graphs(CASES["mlp"], target=str(EXAMPLE))
+    imported = recorded_graphs(CASES["mlp"], target="cpu")  # cpu runs every op: the graphs as imported
+    assert sum(kernels(g).total() for g in lowered.values()) == 4
+    for name, graph in lowered.items():
+        path, feeds_path, out = tmp_path / f"{name}.json", tmp_path / f"{name}.npz", tmp_path / f"{name}.out.npz"
+        path.write_text(graph.to_json())
+        feeds = {k: v % 5 if v.dtype.kind == "i" else v  # class indices of the MLP's 5 classes
+                 for k, v in _feeds(imported[name], np.random.default_rng(0)).items()}
+        np.savez(feeds_path, **feeds)
+        assert cli.main(["run", str(path), "-i", str(feeds_path), "-o", str(out)]) == 0
+        ran = np.load(out)
+        for i, want in enumerate(el.evaluate(imported[name], feeds)):
+            np.testing.assert_allclose(ran[f"out{i}"], want, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(want).max())))
