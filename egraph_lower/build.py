@@ -43,7 +43,7 @@ class GraphBuilder:
         d = OPDEFS.get(op)
         if d is None:
             raise ValueError(f"unknown op {op!r}")
-        if len(inputs) != d.arity:
+        if not d.takes(len(inputs)):
             raise ValueError(f"{op} takes {d.arity} inputs ({', '.join(d.inputs)}), got {len(inputs)}")
         check_attrs(op, attrs)
         return self.add(op, inputs, attrs)

@@ -126,22 +126,37 @@ def cmd_backends(args: argparse.Namespace) -> int:
 
 def cmd_rules(args: argparse.Namespace) -> int:
     """The rule catalogue; with --check, every rule checked numerically: the table on stdout, then
-    one line on stderr for each rule and dtype that fails, and exit status 1 if any does."""
+    one line on stderr for each rule and dtype that fails, and exit status 1 if any does. With
+    --backend FILE, that backend file's own rules and kernels instead of the built-in rules."""
     with signals.held():
         from .rules import ALL_RULES
 
         if args.check:
-            from .rules.check import check, format_table
+            from .rules.check import check, check_backend, format_table
+        if args.backend:
+            from . import backends
 
+    own = backends.load(args.backend) if args.backend else None
     if args.check:
-        results = check(ALL_RULES)
+        results = check(ALL_RULES) if own is None else check_backend(own)
+        if own is not None and not results:
+            print(f"backend {own.name} declares no rules and no kernels")
+            return 0
         print(format_table(results))
         failed = [res for res in results if not res.ok]
         for res in failed:
             print(f"{PROG}: rule {res.rule} fails its check in {res.dtype}: {res.failure}", file=sys.stderr)
         return 1 if failed else 0
-    width = max(len(r.name) for r in ALL_RULES)
-    for r in ALL_RULES:
+    listed = ALL_RULES if own is None else own.rules
+    if own is not None:
+        for k in own.kernels:
+            print(f"kernel {k.name}({', '.join(k.inputs)}): {k.description}".rstrip(": "))
+            for i, text in enumerate(k.outputs):
+                print(f"  output {i}  {text}")
+        if not listed:
+            return 0
+    width = max(len(r.name) for r in listed)
+    for r in listed:
         print(f"{r.name:<{width}}  [{r.group}] {r.identity}")
         print(f"{'':<{width}}  lowers {r.lowers}; needs {', '.join(r.needs)}")
     return 0
@@ -153,6 +168,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
         from .document import load_graph
         from .explore import explore
+        from .explore.whatif import WhatIf, parse_cost
         from .outputs import STDOUT, Outputs
 
     limits = _limits(args)
@@ -163,10 +179,12 @@ def cmd_explore(args: argparse.Namespace) -> int:
         out.add(STDOUT if summary_to_stdout else None, "summary")
         graph = load_graph(args.graph)
         compare = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
+        what_if = WhatIf(tuple(args.without or ()), tuple(parse_cost(c) for c in args.cost or ()),
+                         tuple(args.kernel or ()))
         progress = _progress(not args.quiet)
         try:
             ex = explore(graph, args.backend, compare=compare, limits=limits, progress=progress,
-                         extractor=args.extractor)
+                         extractor=args.extractor, what_if=what_if if not what_if.empty else None)
         finally:
             if progress:
                 sys.stderr.write("\n")
@@ -229,6 +247,7 @@ def parser() -> argparse.ArgumentParser:
 
     rl = sub.add_parser("rules", help="the rule catalogue")
     rl.add_argument("--check", action="store_true", help="check every rule numerically against float64")
+    rl.add_argument("--backend", "-b", metavar="FILE", help="a backend file's own rules and kernels instead")
     rl.set_defaults(func=cmd_rules)
 
     ex = sub.add_parser("explore", help="how the rules rewrote a graph: alternatives, costs, reports")
@@ -239,6 +258,11 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--html", metavar="FILE", help="write the report as a self-contained HTML page")
     ex.add_argument("--dot", metavar="FILE", help="write the e-graph as Graphviz DOT")
     ex.add_argument("--extractor", choices=EXTRACTORS, default="greedy", help="default greedy")
+    ex.add_argument("--without", action="append", metavar="RULE", help="what if: without this rule (repeatable)")
+    ex.add_argument("--cost", action="append", metavar="OP=FACTOR",
+                    help="what if: this op's cost scaled (MatMul=2, Activation.Erf=0.5; repeatable)")
+    ex.add_argument("--kernel", action="append", metavar="FILE",
+                    help="what if: with the kernels (and rules) of this file (repeatable)")
     ex.add_argument("--quiet", "-q", action="store_true", help="no summary, no progress")
     _add_limits(ex)
     ex.set_defaults(func=cmd_explore)

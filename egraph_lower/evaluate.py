@@ -95,6 +95,8 @@ def _apply(op: str, attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] |
         raise LowerError(f"unknown op {op!r}") from None
     if dtype not in ("bool",) and dtype not in FLOAT_DTYPES and dtype not in INT_DTYPES:
         raise LowerError(f"unknown dtype {dtype!r}")
+    if op == "Kernel":
+        from . import patterns  # noqa: F401  (installs the Kernel op's pattern machinery)
     return np.asarray(fn(attrs, args, dtype, shape))
 
 

@@ -150,10 +150,15 @@ def saturate_graph(
     limits: Limits = Limits(),
     progress: Callable[[Iteration], None] | None = None,
     count_eclasses: bool = False,
+    without: frozenset[str] = frozenset(),
 ) -> Saturated:
-    """Stages load and saturate, with the rules that the targets need (capability gating)."""
+    """Stages load and saturate, with the rules that the targets need (capability gating), but those
+    named in `without` (explore's what-if)."""
     missing = frozenset().union(*(b.missing for b in targets))
-    rules = rules_mod.select(missing, present={label(n.op, n.attrs) for n in graph.nodes})
+    own = tuple({r.name: r for b in targets for r in b.own_rules}.values())  # backend files' rules and kernels
+    rules = rules_mod.select(missing, present={label(n.op, n.attrs) for n in graph.nodes}, extra=own)
+    if without:
+        rules = tuple(r for r in rules if r.name not in without)
     t0 = time.perf_counter()
     check_load(len(graph.nodes))
     given = graph

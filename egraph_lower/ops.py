@@ -25,14 +25,19 @@ class OpSpec:
     inputs: tuple[str, ...]
     attrs: dict[str, bool]
     backward: bool = False
+    max_inputs: int | None = None  # variadic (`Kernel`): 1 to this many inputs
 
     @property
     def arity(self) -> int:
         return len(self.inputs)
 
+    def takes(self, n: int) -> bool:
+        """Whether a node of the op may have `n` inputs."""
+        return 1 <= n <= self.max_inputs if self.max_inputs is not None else n == len(self.inputs)
+
 
 OPS: dict[str, OpSpec] = {
-    d.name: OpSpec(d.name, d.inputs, {a.name: a.required for a in d.attrs}, d.backward) for d in OPDEFS.values()
+    d.name: OpSpec(d.name, d.inputs, {a.name: a.required for a in d.attrs}, d.backward, d.max_inputs) for d in OPDEFS.values()
 }
 LEAF_OPS: frozenset[str] = frozenset(d.name for d in OPDEFS.values() if d.leaf)
 FORWARD_OPS: tuple[str, ...] = tuple(name for name, spec in OPS.items() if not spec.backward)

@@ -45,6 +45,8 @@ def infer(op: str, attrs: Mapping[str, Any], inputs: Sequence[Meta]) -> Meta:
         raise ValueError(f"unknown op {_r(op)}")
     if d.infer is None:
         raise ValueError("a leaf has no inputs to infer from: its shape and dtype are declared")
+    if op == "Kernel":
+        from . import patterns  # noqa: F401  (installs the Kernel op's pattern machinery)
     return d.infer(attrs, inputs)
 
 
@@ -53,6 +55,8 @@ def check_attrs(op: str, attrs: Mapping[str, Any], inputs: Sequence[Meta] | None
     d = OPDEFS.get(op) if isinstance(op, str) else None
     if d is None:
         raise ValueError(f"unknown op {_r(op)}")
+    if op == "Kernel":
+        from . import patterns  # noqa: F401  (installs the Kernel op's pattern machinery)
     declared = {a.name for a in d.attrs}
     for key in attrs:
         if key not in declared:
@@ -239,7 +243,9 @@ def check_node(raw: Any, index: int, seen: Seen) -> Node:
     inputs = raw["inputs"]
     if not isinstance(inputs, list) or not all(_is_int(i) and i >= 0 for i in inputs):
         raise fail(f"'inputs' must be a list of node ids, got {_r(inputs)}")
-    if len(inputs) != spec.arity:
+    if spec.max_inputs is not None and not spec.takes(len(inputs)):
+        raise fail(f"takes 1 to {spec.max_inputs} inputs, got {len(inputs)}")
+    if spec.max_inputs is None and len(inputs) != spec.arity:
         names = f" ({', '.join(spec.inputs)})" if spec.inputs else ""
         raise fail(f"takes {spec.arity} input{'s' * (spec.arity != 1)}{names}, got {len(inputs)}")
     for i in inputs:

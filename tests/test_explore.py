@@ -75,7 +75,8 @@ def report(ex: Exploration) -> dict:
 def test_report_keys_exactly(report: dict) -> None:
     assert tuple(report) == REPORT_KEYS
     assert set(report) == {"graph", "backend", "stop_reason", "iterations", "rules", "before", "after", "extraction",
-                           "choices", "convolutions", "compare"}
+                           "choices", "convolutions", "compare", "what_if"}
+    assert report["what_if"] is None  # none asked for (tests/test_explore_whatif.py)
     assert report["convolutions"] == []  # no convolution in this graph (tests/test_explore_convolutions.py)
     assert report["extraction"] == {"extractor": "greedy", "optimal": False, "status": None}
     assert report["graph"] == "train_step" and report["backend"] == "metal"

@@ -74,7 +74,7 @@ def test_an_unsound_rule_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     from egraph_lower.rules.dsl import rule
 
     bad = rule("sigmoid-bwd-wrong", "not an identity", "(Backward.Sigmoid x dy)", "(> x dy)", group="backward")
-    monkeypatch.setattr(rules, "select", lambda missing=None, present=None: (bad,))
+    monkeypatch.setattr(rules, "select", lambda missing=None, present=None, extra=(): (bad,))
     b = GraphBuilder("bad")
     x, dy = b.input("x", [4]), b.input("dy", [4])
     graph = b.build([b.act_backward("Sigmoid", x, dy)])

@@ -12,7 +12,9 @@ A backend is a JSON document (the built-in ones sit beside this file):
                                                          f16/bf16 expansion computes in float32 and
                                                          rounds once (as PyTorch) or in the low dtype
      "cost": {"launch": 6.0, "byte": 2e-05, "flop": 3e-06, "view": 0.1,
-              "weights": {"Activation.Erf": 12}}}       optional work per element overrides
+              "weights": {"Activation.Erf": 12}},       optional work per element overrides
+     "kernels": [...], "rules": [...]}                   optional: its own fused kernels and rewrite
+                                                         rules (`backends/kernels.py`)
 
 `load(name_or_path)` takes a built-in name or the path of such a file. A file is read with a
 bound (`reading.BACKEND_BYTES`), parsed strictly (no duplicate keys, no NaN or Infinity tokens,
@@ -38,19 +40,18 @@ from ..opdefs import OPDEFS
 from ..opdefs.elementwise import BASE_BINARY_OPS
 from ..ops import ACTIVATION_KINDS, BINARY_OPS, OPS
 from ..reading import BACKEND_BYTES, read_text
-from .cost import CostModel
+from ..egraph.language import KERNEL, kernel_key
+from ..rules.dsl import Rule
+from . import kernels as kernels_mod
+from .cost import MAX_COST, CostModel
+from .kernels import KernelDecl
 
 BUILTIN = ("cpu", "mlx", "metal", "tpu", "wgpu")
 _KEYS = {"name", "description", "ops", "activation_kinds", "backward_kinds", "binary_ops", "cost",
-         "half_precision_math"}
+         "half_precision_math", "kernels", "rules"}
 HALF_PRECISION_MATH = ("float32", "native")
 _COST_KEYS = {"launch", "byte", "flop", "view", "weights"}
 _KINDED = tuple(name for name, d in OPDEFS.items() if d.kinded)  # Activation, ActivationBackward
-# A bound on every cost number. A node moves at most 7 tensors of 2**62 elements of 8 bytes
-# (2.6e20 bytes) and does at most 2**125 (4e37) units of work (a MatMul's 2*m*n*k): with each
-# coefficient and weight at most 1e30, a kernel costs under 1e98 and a graph of 2**31 nodes
-# under 1e108, far from a float's overflow (1.8e308).
-MAX_COST = 1e30
 MAX_NAME = 200  # characters of a name
 # characters of a description: it says what the real backend runs of each op family, and grows with them
 MAX_DESCRIPTION = 8000
@@ -69,10 +70,24 @@ class Backend:
     cost: CostModel
     half_precision_math: str = "float32"  # one of HALF_PRECISION_MATH
     binary_ops: frozenset[str] = frozenset(BASE_BINARY_OPS)
+    kernels: tuple[KernelDecl, ...] = ()  # its own fused kernels (`backends/kernels.py`)
+    rules: tuple[Rule, ...] = ()  # its own rewrite rules, applied only when lowering for it
+
+    @cached_property
+    def kernel_ctors(self) -> dict[str, KernelDecl]:
+        """Each output's constructor (a `Kernel` node's kind) -> its kernel."""
+        return {c: k for k in self.kernels for c in k.ctors}
+
+    @cached_property
+    def own_rules(self) -> tuple[Rule, ...]:
+        """The rules lowering for it adds to the built-in ones: its rules, and one per kernel."""
+        return self.rules + tuple(r for k in self.kernels for r in k.rules)
 
     def runs(self, op: str, kind: str | None = None) -> bool:
         """Whether a kernel exists for `op` (of `kind`, for the ops whose kinds backends list; for
-        `Binary`, `kind` is its `op` attribute: `node_kind`)."""
+        `Binary`, `kind` is its `op` attribute: `node_kind`; for `Kernel`, its constructor)."""
+        if op == KERNEL:
+            return kind in self.kernel_ctors
         if op not in self.ops:
             return False
         if op in _KINDED:
@@ -86,13 +101,18 @@ class Backend:
         return self.backward_kinds if OPDEFS[op].backward else self.activation_kinds
 
     def runs_node(self, node: Any) -> bool:
-        """Whether it runs a node (anything with `op` and `attrs`: a Node, or a Combo of columns)."""
-        return self.runs(node.op, node_kind(node.op, node.attrs))
+        """Whether it runs a node (anything with `op` and `attrs`: a Node, or a Combo of columns; a
+        `Kernel` node of a dtype its kernel takes)."""
+        kind = node_kind(node.op, node.attrs)
+        if node.op == KERNEL and kind in self.kernel_ctors:
+            taken = self.kernel_ctors[kind].cost.dtypes
+            return taken is None or node.dtype in taken
+        return self.runs(node.op, kind)
 
     @cached_property
     def missing(self) -> frozenset[str]:
         """Labels (`Activation.Erf`, `Binary.FloorDiv`, `ReluBackward`, ...) of what this backend lacks."""
-        out = {op for op in OPS if op not in self.ops}
+        out = {op for op in OPS if op not in self.ops and op != KERNEL}
         for op in _KINDED:
             if op in self.ops:
                 out |= {f"{op}.{k}" for k in ACTIVATION_KINDS if k not in self._kinds(op)}
@@ -105,7 +125,10 @@ class Backend:
 
 
 def node_kind(op: str, attrs: Any) -> str | None:
-    """What `Backend.runs` is asked about beside the op: an activation kind, or a Binary's op."""
+    """What `Backend.runs` is asked about beside the op: an activation kind, a Binary's op, or a
+    Kernel's constructor (`language.kernel_key`)."""
+    if op == KERNEL:
+        return kernel_key(attrs)
     return attrs.get("op") if op == "Binary" else attrs.get("kind")
 
 
@@ -162,6 +185,8 @@ def from_dict(doc: Any, where: str = "file") -> Backend:
     bad = sorted(set(ops) - set(OPS))
     if bad:
         raise BackendError(f"backend {name}: unknown op {_short(bad[0])}")
+    if KERNEL in ops:
+        raise BackendError(f"backend {name}: {KERNEL} is not an op to list: declare the kernels under \"kernels\"")
     for leaf in ("Input", "Param", "Constant"):
         if leaf not in ops:
             raise BackendError(f"backend {name}: every backend must run {leaf}")
@@ -181,7 +206,9 @@ def from_dict(doc: Any, where: str = "file") -> Backend:
     if unknown:
         raise BackendError(f"backend {name}: unknown label {_short(unknown[0])} in cost.weights: use an op,"
                            " Activation.<kind>, ActivationBackward.<kind> or Binary.<op>")
+    own_kernels = kernels_mod.kernels(doc.get("kernels", []), name)
     model = CostModel(
+        kernels={c: k.cost for k in own_kernels for c in k.ctors},
         launch=_number(cost["launch"], "launch", name),
         byte=_number(cost["byte"], "byte", name),
         flop=_number(cost["flop"], "flop", name),
@@ -202,6 +229,8 @@ def from_dict(doc: Any, where: str = "file") -> Backend:
         cost=model,
         half_precision_math=half_math,
         binary_ops=_names(doc.get("binary_ops", list(BASE_BINARY_OPS)), name, *_BINARY_NAMES),
+        kernels=own_kernels,
+        rules=kernels_mod.rules(doc.get("rules", []), name),
     )
 
 

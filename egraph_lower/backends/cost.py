@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..dtypes import ITEMSIZE
 
@@ -54,6 +55,38 @@ def activation_weight(kind: str) -> float:
     return 10.0  # composite kinds: Gelu, Erf, Tan, Atan, Softplus, Mish, ...
 
 
+# A bound on every cost number. A node moves at most 7 tensors of 2**62 elements of 8 bytes
+# (2.6e20 bytes) and does at most 2**125 (4e37) units of work (a MatMul's 2*m*n*k): with each
+# coefficient and weight at most 1e30, a kernel costs under 1e98 and a graph of 2**31 nodes
+# under 1e108, far from a float's overflow (1.8e308).
+MAX_COST = 1e30
+
+
+@dataclass(frozen=True)
+class KernelCost:
+    """What one output of a kernel of `outputs` outputs costs: see the module docstring."""
+
+    launch: float = 1.0
+    bytes: float = 1.0
+    work: float = 1.0
+    outputs: int = 1
+    dtypes: frozenset[str] | None = None
+    name: str = ""  # the kernel's (what a cost scale names: `Kernel.<name>`)
+
+
+def kernel_cost(k: KernelCost, model: Any, inputs: Sequence[tuple[tuple[int, ...], str | None]],
+                out: tuple[tuple[int, ...], str | None]) -> float:
+    """One output's share of a kernel's cost in `model` (a `CostModel`), inf for a dtype it does not take."""
+    out_dtype = out[1] or "f32"
+    if k.dtypes is not None and out_dtype not in k.dtypes:
+        return math.inf
+    read = sum(math.prod(s) * ITEMSIZE[d or out_dtype] for s, d in inputs)
+    largest = max([math.prod(s) for s, _ in inputs] + [math.prod(out[0])])
+    n = k.outputs
+    return (k.launch * model.launch / n + model.byte * k.bytes * (read / n + math.prod(out[0]) * ITEMSIZE[out_dtype])
+            + model.flop * k.work * largest / n)
+
+
 @dataclass(frozen=True)
 class CostModel:
     launch: float
@@ -61,6 +94,9 @@ class CostModel:
     flop: float
     view: float
     weights: Mapping[str, float] = field(default_factory=dict)  # "Activation.Erf" -> work per element
+    kernels: Mapping[str, Any] = field(default_factory=dict)  # a kernel output's constructor -> its KernelCost
+    scale: Mapping[str, float] = field(default_factory=dict)  # a label (`MatMul`, `Activation.Erf`) -> a factor
+    # on its whole cost (explore's what-if `--cost OP=FACTOR`); a kernel's label is `Kernel.<name>`
 
     def weight(self, op: str, kind: str | None) -> float:
         key = f"{op}.{kind}" if kind else op
@@ -81,11 +117,25 @@ class CostModel:
         return 1.0
 
     def node_cost(self, op: str, kind: str | None, inputs: Sequence[Meta], out: Meta) -> float:
-        """The cost of one node computing `out` from `inputs` (dtype None: a scalar literal)."""
+        """The cost of one node computing `out` from `inputs` (dtype None: a scalar literal), times its
+        label's factor in `scale` (else its op's)."""
+        cost = self._node_cost(op, kind, inputs, out)
+        if self.scale:
+            if op == "Kernel":
+                k = self.kernels.get(kind or "")
+                kind = getattr(k, "name", None)
+            factor = self.scale.get(f"{op}.{kind}" if kind else op, self.scale.get(op, 1.0))
+            return cost * factor
+        return cost
+
+    def _node_cost(self, op: str, kind: str | None, inputs: Sequence[Meta], out: Meta) -> float:
         if op in ("Input", "Param", "Constant"):
             return 0.0
         if op in ("Reshape", "Expand"):
             return self.view
+        if op == "Kernel":  # a backend file's fused kernel: its declared cost (backends/kernels.py)
+            k = self.kernels.get(kind or "")
+            return math.inf if k is None else kernel_cost(k, self, inputs, out)
         out_dtype = out[1] or "f32"
         out_elems = math.prod(out[0])
         moved = out_elems * ITEMSIZE[out_dtype]

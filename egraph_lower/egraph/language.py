@@ -12,6 +12,11 @@ Two constructors are not format ops:
 - `Scalar v` a literal broadcast scalar; its dtype is that of the op using it.
 And `Leaf i` stands for an original `Input`, `Param` or `Constant` node, copied as is.
 
+Kernel constructors: a backend's fused kernel (`backends/kernels.py`) gets one constructor per output,
+made when the backend is loaded (or a `Kernel` node is), named after a digest of what it stands for
+(`kernel_ctor`): its fields are the pattern's primitive variables, its children the kernel's inputs,
+and it decodes to a `Kernel` node carrying the name, the pattern and those values.
+
 Kernel-only twins: every constructor of an op that some rule may rewrite away (its
 declaration names a checker `domain`) has a twin, `<name>Kernel`, with the same fields and
 children, that decodes to the same format op and that no rule matches. A half-precision
@@ -21,17 +26,19 @@ op computed in float32 and rounded once (`egraph/load.py`); the rules expand onl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+import hashlib
+import json
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from ..graph import Node
 from ..opdefs import CTORS as _CTORS
 from ..opdefs import OPDEFS
-from ..opdefs.base import INPUTS, WHOLE, Ctor, Field, OpDef, same
+from ..opdefs.base import F64, I64, INPUTS, STRING, WHOLE, Ctor, Field, OpDef, same
 
-__all__ = ["ALL_SHAPES", "Ctor", "CTORS", "LEAF", "SCALAR", "REF", "TWINS", "declarations", "encode", "decode",
-           "input_shapes", "plain"]
+__all__ = ["ALL_SHAPES", "Ctor", "CTORS", "KERNEL", "LEAF", "SCALAR", "REF", "TWINS", "declarations", "encode",
+           "decode", "input_shapes", "kernel_ctor", "kernel_key", "plain"]
 
 TWIN_SUFFIX = "Kernel"
 # plain constructor -> its kernel-only twin, for the ops some rule may rewrite away
@@ -41,6 +48,35 @@ _PLAIN: dict[str, str] = {twin: name for name, twin in TWINS.items()}
 CTORS: dict[str, Ctor] = {**_CTORS, **{twin: replace(_CTORS[name], name=twin, heads=())
                                        for name, twin in TWINS.items()}}
 LEAF, SCALAR, REF = "Leaf", "Scalar", "Ref"
+KERNEL = "Kernel"  # the format op of a backend's fused kernel (opdefs/kernel.py)
+_PARAM_SORTS = {str: STRING, int: I64, float: F64}
+
+
+def kernel_ctor(name: str, inputs: Sequence[str], pattern: str, output: int,
+                sorts: Mapping[str, str]) -> Ctor:
+    """The constructor of one output of a fused kernel (made once, then found by its name): fields the
+    primitive variables `sorts` (name -> egglog sort, in name order), children the `inputs`."""
+    params = tuple(sorted(sorts.items()))
+    key = json.dumps([name, list(inputs), pattern, output, params], separators=(",", ":"))
+    cname = "Kernel_" + hashlib.sha256(key.encode()).hexdigest()[:16]
+    found = CTORS.get(cname)
+    if found is None:
+        fields = tuple(Field(p, sort, same, _same) for p, sort in params)
+        found = CTORS[cname] = Ctor(cname, KERNEL, fields, len(inputs),
+                                    implies=(("name", name), ("inputs", tuple(inputs)), ("pattern", pattern),
+                                             ("output", output)))
+    return found
+
+
+def _same(v: Any) -> Any:
+    return v
+
+
+def kernel_key(attrs: Mapping[str, Any]) -> str:
+    """The constructor name of a `Kernel` node's attributes (its kind: what backends are asked about)."""
+    params = attrs.get("params", {})
+    sorts = {k: _PARAM_SORTS.get(type(v), STRING) for k, v in params.items()}
+    return kernel_ctor(attrs["name"], attrs["inputs"], attrs["pattern"], int(attrs.get("output", 0)), sorts).name
 
 
 def declarations(ctors: Collection[str] | None = None) -> str:
@@ -165,6 +201,10 @@ def encode(node: Node, rank_of_first_input: int, shape_of_first_input: tuple[int
     """The constructor and primitive fields of an original (non-leaf) node. Only a constructor with a
     `shaped` field reads the first input's shape (batch norm's [C, 1, ..., 1]); an op of `ALL_SHAPES`
     reads every input's (`shapes`), and each of its shaped fields gets them all."""
+    if node.op == KERNEL:
+        c = CTORS[kernel_key(node.attrs)]
+        params = node.attrs.get("params", {})
+        return c.name, tuple(params[f.name] for f in c.fields)
     if node.op in ALL_SHAPES:
         if shapes is None:
             raise ValueError(f"{node.op}: encoding needs every input's shape")
@@ -175,6 +215,11 @@ def encode(node: Node, rank_of_first_input: int, shape_of_first_input: tuple[int
 def decode(ctor: str, fields: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
     """The format op and attributes of an e-node (inverse of `encode`)."""
     c = CTORS[ctor]
+    if c.op == KERNEL:
+        implied = dict(c.implies)
+        out = {"name": implied["name"], "inputs": list(implied["inputs"]), "pattern": implied["pattern"],
+               "output": implied["output"]}
+        return KERNEL, out | ({"params": {f.name: v for f, v in zip(c.fields, fields)}} if c.fields else {})
     attrs: dict[str, Any] = {}
     for f, value in zip(c.fields, fields):
         if f.decode is not None:  # a derived field is no attribute

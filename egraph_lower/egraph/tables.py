@@ -22,10 +22,11 @@ from typing import Any
 import numpy as np
 from .engine import bindings
 
+from ..opdefs.kernel import MAX_KERNEL_INPUTS
 from .language import CTORS, LEAF, REF, SCALAR
 
 _FIELDS = {LEAF: 1, SCALAR: 1, **{name: len(c.fields) for name, c in CTORS.items()}}
-MAX_ARITY = max(c.arity for c in CTORS.values())
+MAX_ARITY = max(max(c.arity for c in CTORS.values()), MAX_KERNEL_INPUTS)
 _OUTPUT, _INPUTS = attrgetter("output"), attrgetter("inputs")
 
 
@@ -224,7 +225,7 @@ def read(egraph: bindings.EGraph) -> Tables:
         if name == REF:
             ref.update(zip(map(to_i64, flat), outs.tolist()))
             continue
-        k = _FIELDS[name]
+        k = _FIELDS[name] if name in _FIELDS else len(CTORS[name].fields)  # (a kernel's: made at load)
         # the fields as dense codes: one distinct combination at a time, field by field
         key = np.zeros(n, dtype=np.int64)
         combos: list[tuple[Any, ...]] = [()]

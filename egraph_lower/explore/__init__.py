@@ -17,7 +17,10 @@ the node (the e-nodes of its class), each with what it would add to the lowered
 graph; the cost, legality and choice are defined in
 `egraph_lower.explore.alternatives`. Its `convolutions` list, for every
 convolution node, the same alternatives on every explored backend side by side,
-each with why it won or lost there (`egraph_lower.explore.convolutions`).
+each with why it won or lost there (`egraph_lower.explore.convolutions`). Its
+`what_if` (None unless asked for) is the same graph lowered for the backend as
+a what-if changes it (rules dropped, op costs scaled, kernels added) and what that
+changed, node by node and in total (`egraph_lower.explore.whatif`).
 """
 
 from __future__ import annotations
@@ -40,11 +43,12 @@ from ..provenance import Matcher
 from ..text import printable
 from .alternatives import Choice, Describer, Ranking, choices_for, rank
 from .convolutions import convolutions
+from .whatif import WhatIf, WhatIfResult, changed_backend, differences, dropped
 
-__all__ = ["Exploration", "Lowered", "explore", "REPORT_KEYS"]
+__all__ = ["Exploration", "Lowered", "WhatIf", "explore", "REPORT_KEYS"]
 
 REPORT_KEYS = ("graph", "backend", "stop_reason", "iterations", "rules", "before", "after", "extraction", "choices",
-               "convolutions", "compare")
+               "convolutions", "compare", "what_if")
 
 
 @dataclass
@@ -77,6 +81,7 @@ class Exploration:
     seconds: dict[str, float] = field(default_factory=dict)
     _choices: dict[str, list[Choice]] = field(default_factory=dict, repr=False)
     _convolutions: list[dict[str, Any]] | None = field(default=None, repr=False)
+    what_if: WhatIfResult | None = None
 
     # --- per node -------------------------------------------------------------------------------
     def _for(self, backend: str | Backend | None) -> Lowered:
@@ -151,6 +156,7 @@ class Exploration:
             "choices": [c.to_dict() for c in self.choices()],
             "convolutions": self.convolutions(),
             "compare": self.compared(),
+            "what_if": self.what_if.to_dict() if self.what_if is not None else None,
         }
 
     def summary(self) -> str:
@@ -201,24 +207,41 @@ def explore(
     limits: Limits = Limits(),
     progress: Callable[[Iteration], None] | None = None,
     extractor: str = "greedy",
+    what_if: WhatIf | None = None,
 ) -> Exploration:
     """Saturate one e-graph for `backend` and the `compare` backends together, extract for each
-    (with `extractor`: greedy, exact or tree, as `lower` does)."""
+    (with `extractor`: greedy, exact or tree, as `lower` does); with `what_if`, lower for the backend as
+    it changes it too, on the same e-graph unless it drops a rule (`explore.whatif`)."""
     if isinstance(graph, str):
         graph = load_graph(graph)
     target = backends_mod.load(backend)
     others = _unique(backends_mod.load(b) for b in compare)
+    changed = changed_backend(target, what_if) if what_if is not None and not what_if.empty else None
+    shared = changed is not None and what_if is not None and not what_if.without
     start = time.perf_counter()
-    s = saturate_graph(graph, _unique((target, *others)), limits, progress, count_eclasses=True)
+    s = saturate_graph(graph, _unique((target, *others, *((changed,) if shared else ()))), limits, progress,
+                       count_eclasses=True)
     matcher = Matcher(s.tables, s.rules)
     lowered = {target.name: _lower_for(s, target, matcher, main=True, extractor=extractor)}
     for b in others:
         if b.name not in lowered:
             lowered[b.name] = _lower_for(s, b, matcher, main=False, extractor=extractor)
     seconds = dict(s.seconds)
-    seconds.update({f"extract {k}": v.seconds for k, v in lowered.items()}, total=time.perf_counter() - start)
+    seconds.update({f"extract {k}": v.seconds for k, v in lowered.items()})
+    result = None
+    if changed is not None and what_if is not None:
+        t0 = time.perf_counter()
+        if shared:
+            alt = _lower_for(s, changed, matcher, main=False, extractor=extractor)
+        else:
+            s2 = saturate_graph(graph, (changed,), limits, progress, without=dropped(what_if))
+            alt = _lower_for(s2, changed, Matcher(s2.tables, s2.rules), main=False, extractor=extractor)
+        main = lowered[target.name]
+        result = WhatIfResult(what_if, changed, shared, main.stats(), alt.stats(), differences(main, alt, s.graph))
+        seconds["what if"] = time.perf_counter() - t0
+    seconds["total"] = time.perf_counter() - start
     # (s.graph: the graph loaded, renumbered 0, 1, ... when its ids were beyond the e-graph's i64)
-    return Exploration(s.graph, target, others, s, lowered, seconds)
+    return Exploration(s.graph, target, others, s, lowered, seconds, what_if=result)
 
 
 def _cost(c: float | None) -> str:
@@ -255,6 +278,7 @@ def _summary(ex: Exploration) -> str:
         if len(choices) > 20:
             lines.append(f"    ... {len(choices) - 20} more in the reports")
     lines += _convolution_lines(r["convolutions"])
+    lines += _what_if_lines(r["what_if"])
     if r["compare"]:
         lines.append("  compare")
         width = max(8, *(len(name) for name in r["compare"]))
@@ -267,6 +291,33 @@ def _summary(ex: Exploration) -> str:
 
 
 MAX_CONVOLUTIONS = 12  # convolution nodes listed in the text summary
+MAX_CHANGES = 20  # what-if changes listed in the text summary
+
+
+def _what_if_lines(w: dict[str, Any] | None) -> list[str]:
+    """What the what-if changed: the total cost, then node by node, the form before and after."""
+    if w is None:
+        return []
+    asked = ([f"without {', '.join(w['without'])}"] if w["without"] else []) \
+        + ([", ".join(f"{k} x{v:g}" for k, v in w["cost"].items())] if w["cost"] else []) \
+        + ([f"kernels of {', '.join(w['kernels'])}"] if w["kernels"] else [])
+    delta = w["cost_delta"]
+    if w["after"]["nodes"] is None:
+        return [f"  what if ({'; '.join(asked)}): no runnable graph: {w['after']['error']}"]
+    lines = [f"  what if ({'; '.join(asked)}; {'on the same e-graph' if w['one_egraph'] else 'an e-graph of its own'})",
+             f"    cost {_cost(w['before']['cost'])} -> {_cost(w['after']['cost'])}"
+             + ("" if delta is None else f"  ({delta:+,.2f})")
+             + f", {len(w['changed'])} node{'' if len(w['changed']) == 1 else 's'} chose differently"]
+    for c in w["changed"][:MAX_CHANGES]:
+        def form(f: dict[str, Any] | None) -> str:
+            if f is None:  # (an extraction that worked reaches every class it needs)
+                return "not computed (no longer needed)"
+            text = f["form"] if len(f["form"]) < 60 else f["label"] + " ..."
+            return f"{text} (cost {_cost(f['cost'])})"
+        lines.append(f"    node {c['node']:<5} {c['op']:<26} {form(c['before'])}  ->  {form(c['after'])}")
+    if len(w["changed"]) > MAX_CHANGES:
+        lines.append(f"    ... {len(w['changed']) - MAX_CHANGES} more in the reports")
+    return lines
 
 
 def _convolution_lines(convs: list[dict[str, Any]]) -> list[str]:

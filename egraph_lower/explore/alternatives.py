@@ -117,6 +117,8 @@ def label(decoded: Decoded, ctor: str, fields: tuple[Any, ...]) -> str:
     if ctor == SCALAR:
         return "Constant"
     detail = attrs.get("kind") or attrs.get("op")
+    if op == "Kernel":  # a backend file's kernel: its name, and which output
+        detail = attrs["name"] + (f"[{attrs['output']}]" if attrs.get("output") else "")
     if attrs.get("wrt") == "output":
         detail = f"{detail}, wrt output"
     return f"{op}{{{detail}}}" if detail else op

@@ -5,8 +5,8 @@ that ran, the graph before and after (SVG, layered by topological depth;
 graphs over `MAX_DRAWN` nodes are summarised by an op-count table and their
 first layers: `drawing.py`), each convolution's expansions per backend with why
 one won on each (`convolutions_html.py`), each rewritten node's alternatives with
-their cost on every explored backend (the chosen one marked), and the backends
-compared. The style sheet is `style.py`.
+their cost on every explored backend (the chosen one marked), what a what-if changed
+(`whatif_html.py`), and the backends compared. The style sheet is `style.py`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ..graph import Graph
 from ..ops import BACKWARD_OPS
 from .alternatives import Alternative
 from .convolutions_html import convolutions_section
+from .whatif_html import what_if_section
 from .drawing import MAX_DRAWN, MAX_PER_LAYER, graph_svg, growth_svg, layers, node_text
 from .markup import cost_text, esc
 from .style import CSS
@@ -264,6 +265,7 @@ are free). Differences between forms are exactly what switching would change in 
 ✓ marks the form extraction chose, the cheapest runnable one; ★ the explored backend. "ops it adds" and
 "rules" are for the explored backend.</p>
 {blocks}
+{what_if_section(r['what_if'])}
 <h2 id="compare">Backends compared</h2>
 {_compare_table(ex)}{compare_note}
 </main></body></html>

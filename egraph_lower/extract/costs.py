@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import Backend
+from ..backends import Backend, node_kind
 from ..egraph.language import LEAF
 from ..egraph.tables import Tables
 from ..graph import Graph
@@ -76,6 +76,6 @@ def graph_cost(graph: Graph, backend: Backend) -> float | None:
         if not backend.runs_node(node):
             return None
         ins = [(by_id[i].shape, by_id[i].dtype) for i in node.inputs]
-        kind = node.attrs.get("op") if node.op == "Binary" else node.attrs.get("kind")
+        kind = node_kind(node.op, node.attrs)
         total += backend.cost.node_cost(node.op, kind, ins, (node.shape, node.dtype))
     return total

@@ -113,8 +113,11 @@ def _children_first(t: Tables, choice: dict[int, int], roots: Sequence[int]) -> 
 
 
 def _no_form(choice: Sequence[int], describe: Sequence[tuple[int, str]], backend: str) -> str:
-    """Name the first original node (in graph order) left without a form the backend runs."""
-    for c, what in describe:
-        if choice[c] < 0:
-            return f"{what}: backend {backend} does not run it and no rule lowers it into what it runs"
+    """Name the first original node (in graph order) left without a form the backend runs: a leaf's class
+    is left without one only when what needs it has none, so the first node that is not a leaf first."""
+    leaves = ("(Input)", "(Param)", "(Constant)")
+    for skip in (True, False):
+        for c, what in describe:
+            if choice[c] < 0 and not (skip and what.endswith(leaves)):
+                return f"{what}: backend {backend} does not run it and no rule lowers it into what it runs"
     return f"no form the backend {backend} runs was found for an output"

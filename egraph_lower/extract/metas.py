@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..egraph.language import LEAF, SCALAR, decode, plain
+from ..egraph.language import KERNEL, LEAF, SCALAR, decode, plain
 from ..egraph.tables import Tables, group, representatives
 from ..errors import IllegalGraphError
 from ..graph import Graph
@@ -36,8 +36,9 @@ class Decoded:
                 hit = ("Constant", {"value": fields[0]}, None)
             else:
                 op, attrs = decode(ctor, fields)
-                # a parametrised kind's constructor implies its kind (attrs)
-                hit = (op, attrs, fields[0] if plain(ctor) in _KIND_CTORS else attrs.get("kind"))
+                # a parametrised kind's constructor implies its kind (attrs); a kernel's is its constructor
+                hit = (op, attrs, ctor if op == KERNEL else fields[0] if plain(ctor) in _KIND_CTORS
+                       else attrs.get("kind"))
             self._cache[key] = hit
         return hit
 

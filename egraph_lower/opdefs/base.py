@@ -123,10 +123,15 @@ class OpDef:
     kinded: bool = False  # its `kind` attribute names an activation kind, which backends list one by one
     check: Callable[[Mapping[str, Any]], None] | None = None  # attributes checked together, after each alone
     sample: Sample | None = None  # attributes and input metas of one valid node (None: a leaf)
+    max_inputs: int | None = None  # variadic (`Kernel`): 1 to this many inputs, `inputs` names them as one
 
     @property
     def arity(self) -> int:
         return len(self.inputs)
+
+    def takes(self, n: int) -> bool:
+        """Whether a node of the op may have `n` inputs."""
+        return 1 <= n <= self.max_inputs if self.max_inputs is not None else n == len(self.inputs)
 
     @property
     def leaf(self) -> bool:

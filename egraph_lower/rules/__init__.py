@@ -10,7 +10,7 @@ A rule runs only for targets that lack what it rewrites away (`select`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from . import activations, batchnorm, conv, forward, index, mse, norm, parametrised, pool, slicing, softmax
 from . import attention, groupnorm, indexing, scatter
@@ -52,7 +52,8 @@ _check_unique(ALL_RULES)
 BY_NAME: dict[str, Rule] = {r.name: r for r in ALL_RULES}
 
 
-def select(missing: frozenset[str] | None = None, present: Iterable[str] | None = None) -> tuple[Rule, ...]:
+def select(missing: frozenset[str] | None = None, present: Iterable[str] | None = None,
+           extra: Sequence[Rule] = ()) -> tuple[Rule, ...]:
     """The rules worth running for targets that lack the ops labelled in `missing`, on a graph whose
     nodes carry the labels in `present` (`Activation.Erf`, `ReluBackward`, ...; None: any graph).
 
@@ -61,9 +62,11 @@ def select(missing: frozenset[str] | None = None, present: Iterable[str] | None 
     expanded); among the expansions of what it lacks, extraction picks by cost.
     A rule whose left-hand side can never appear (its op is neither in the graph nor
     built by another selected rule) is left out: it could not fire, and egglog sets up
-    every rule it is given. `missing=None` means every rule.
+    every rule it is given. `missing=None` means every rule. `extra`: the targets' own rules (a
+    backend file's rules and kernels), wanted whatever the targets lack, selected as the others are.
     """
     wanted = ALL_RULES if missing is None else tuple(r for r in ALL_RULES if _lacks(r.lowers, missing))
+    wanted += tuple(extra)
     if present is None:
         return wanted
     labels, chosen = set(present), set()

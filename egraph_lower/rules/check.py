@@ -46,7 +46,11 @@ from .approx_erfc import ERFC_MAX_REL_ERROR
 from .approx_erfinv import ERFINV_MAX_REL_ERROR
 from .domains import BN_EPS, DTYPES, EPS, FLOOR, SCALES, TINY, UNDERFLOW_X, domain, lhs_ctor, lhs_kind, round_to
 from .domains import GROUP_SCALES
-from .dsl import App, Lit, Rule, Term, Var
+from .dsl import App, Lit, Rule, Term, Var, variables
+from .domains.base import Env
+from ..errors import LowerError
+
+KERNEL_CHECK = "kernel-check"  # the group of the rules that check a backend's kernel outputs (`kernel_checks`)
 from ..opdefs.binary_math import LOGICAL_OPS
 
 
@@ -163,6 +167,8 @@ def eval_term(t: Term, env: dict[str, object], dtype: str) -> np.ndarray:
 
 
 def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray, dtype: str) -> np.ndarray:
+    if rule.group == KERNEL_CHECK:  # a kernel's output against its own pattern: rounded once, relative to |ref|
+        return np.abs(ref)
     f = {k: np.asarray(v, dtype=np.float64) for k, v in env.items() if isinstance(v, np.ndarray)}
     label = lhs_ctor(rule) if lhs_ctor(rule) != "Act" else f"Act.{lhs_kind(rule)}"
     with np.errstate(all="ignore"):
@@ -225,10 +231,16 @@ def _point(env: dict[str, object], shape: tuple[int, ...], index: int) -> dict[s
     return out
 
 
-def check_rule(rule: Rule, dtype: str) -> CheckResult:
+def check_rule(rule: Rule, dtype: str, sample: Env | None = None) -> CheckResult:
     """The rule's worst error in `dtype` over its domain (over each environment, when the domain has
-    several: arrays of different shapes, such as softmax rows of length 1)."""
-    envs = domain(rule, dtype)
+    several: arrays of different shapes, such as softmax rows of length 1), or on `sample` (a kernel's
+    `check`: variable -> shape or value, see `sample_env`)."""
+    envs = domain(rule, dtype) if sample is None else sample_env(rule, sample, dtype)
+    missing = sorted(variables(rule.lhs) - set(envs[0] if isinstance(envs, list) else envs))
+    if missing:
+        raise LowerError(f"rule {rule.name}: the checker's domain of its left-hand side's op binds no {missing[0]!r}"
+                         + (": give the kernel a \"check\" sample" if rule.group == KERNEL_CHECK else
+                            ": name the variables as the built-in rules of that op do"))
     results = [_check_env(rule, dtype, env) for env in (envs if isinstance(envs, list) else [envs])]
     worst = max(results, key=lambda r: r.worst)
     return dataclasses.replace(worst, fused=max(r.fused for r in results), points=sum(r.points for r in results))
@@ -252,6 +264,67 @@ def _check_env(rule: Rule, dtype: str, env: dict[str, object]) -> CheckResult:
     return CheckResult(rule.name, dtype, float(err.ravel()[i]) if err.size else 0.0,
                        _point(env, shape, i) if err.size else {},
                        float(ferr.max()) if ferr.size else 0.0, bound(rule, dtype), int(err.size), via_f32)
+
+
+def sample_env(rule: Rule, sample: Env, dtype: str) -> Env:
+    """A kernel's `check` sample as an environment in `dtype`: a variable given a shape (a list) is an
+    array of it, standard normal values (from 10 elements on, with 0, +-1e-3, +-30) rounded to dtype; one
+    given {"shape": [...], "dtype": "i64", "high": n} integers in [0, n); any other value is the
+    primitive itself (an integer, a number, a list literal such as "[1]")."""
+    rng = np.random.default_rng(23)
+    env: Env = {}
+    for name in sorted(variables(rule.lhs)):
+        if name not in sample:
+            continue
+        spec = sample[name]
+        if isinstance(spec, list):
+            size = int(np.prod(spec)) if spec else 1
+            vals = rng.standard_normal(size)
+            if size >= 10:  # (a scalar stays a normal value: a zero total or gradient checks nothing)
+                vals[:5] = [0.0, 1e-3, -1e-3, 30.0, -30.0]
+            env[name] = round_to(vals.reshape(spec), dtype)
+        elif isinstance(spec, dict):
+            shape, high = spec.get("shape", []), int(spec.get("high", 2))
+            env[name] = rng.integers(0, high, size=shape).astype(np.int64 if spec.get("dtype") != "i32" else np.int32)
+        else:
+            env[name] = spec
+    return env
+
+
+def kernel_checks(kernel: object) -> list[tuple[Rule, Env | None]]:
+    """One rule per output of a backend's kernel (`backends.kernels.KernelDecl`): its pattern => a `Kernel`
+    node of that output over the variables the pattern uses, with the kernel's `check` sample (None: the
+    domain of the pattern's op)."""
+    from ..egraph.language import kernel_ctor
+    from ..patterns import primitive_sorts, tensor_variables
+
+    out: list[tuple[Rule, Env | None]] = []
+    for i, (text, term) in enumerate(zip(kernel.outputs, kernel.terms)):  # type: ignore[attr-defined]
+        ins, sorts = tensor_variables(term), primitive_sorts(term)
+        ctor = kernel_ctor(kernel.name, ins, text, i, sorts)  # type: ignore[attr-defined]
+        rhs = App(ctor.name, tuple(sorted(sorts)), tuple(Var(v) for v in ins))
+        out.append((Rule(f"kernel {kernel.name} output {i}", f"the kernel's output {i} is its pattern",  # type: ignore[attr-defined]
+                         term, rhs, KERNEL_CHECK, (text, "")), kernel.check))  # type: ignore[attr-defined]
+    return out
+
+
+def check_backend(backend: object, dtypes: Sequence[str] = DTYPES) -> list[CheckResult]:
+    """A backend file's own rules, checked as the built-in ones are, and each output of its kernels
+    against its pattern (`kernel_checks`); one result per (rule or kernel output, dtype)."""
+    checks: list[tuple[Rule, Env | None]] = [(r, None) for r in backend.rules]  # type: ignore[attr-defined]
+    for k in backend.kernels:  # type: ignore[attr-defined]
+        checks += kernel_checks(k)
+    results = []
+    for r, sample in checks:
+        try:
+            results += [check_rule(r, d, sample) for d in dtypes]
+        except LowerError as e:
+            if str(e).startswith(f"rule {r.name}:"):
+                raise
+            raise LowerError(f"rule {r.name}: cannot be checked: {e}") from None
+        except (ValueError, KeyError, TypeError, IndexError) as e:  # a sample that does not fit the pattern
+            raise LowerError(f"rule {r.name}: cannot be checked: {type(e).__name__}: {e}") from None
+    return results
 
 
 def check(rules: Iterable[Rule] = ALL_RULES, dtypes: Sequence[str] = DTYPES) -> list[CheckResult]:

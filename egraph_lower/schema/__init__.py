@@ -57,7 +57,8 @@ def _op_rule(name: str) -> dict[str, Any]:
     attrs: dict[str, Any] = {"type": "object", "properties": {a.name: {} for a in d.attrs},
                              "additionalProperties": False}
     required = [a.name for a in d.attrs if a.required]
-    then: dict[str, Any] = {"properties": {"attrs": attrs, "inputs": {"minItems": d.arity, "maxItems": d.arity}}}
+    then: dict[str, Any] = {"properties": {"attrs": attrs, "inputs": {"minItems": 1 if d.max_inputs else d.arity,
+                                                                                "maxItems": d.max_inputs or d.arity}}}
     if required:
         attrs["required"] = required
         then["required"] = ["attrs"]

@@ -21,6 +21,7 @@ from .backend import TorchBackend, backend
 from .common import Imported, Signature, Slot, UnsupportedOp
 from .exporter import export_graph
 from .importer import import_graph
+from .kernels_kernel import register_kernel
 
 __all__ = [
     "Imported",
@@ -31,4 +32,5 @@ __all__ = [
     "backend",
     "export_graph",
     "import_graph",
+    "register_kernel",
 ]

@@ -42,8 +42,14 @@ def backend_key(backend: Backend) -> dict[str, Any]:
         value = getattr(backend, f.name)
         if f.name == "description":
             continue
-        if f.name == "cost":
-            value = {k: (dict(sorted(v.items())) if k == "weights" else v) for k, v in asdict(value).items()}
+        if f.name == "cost":  # (its kernels' costs: in `kernels`)
+            value = {k: (dict(sorted(v.items())) if k == "weights" else v) for k, v in asdict(value).items()
+                     if k != "kernels"}
+        elif f.name == "kernels":  # a backend file's kernels and rules as declared
+            value = [[k.name, list(k.inputs), list(k.outputs), [k.cost.launch, k.cost.bytes, k.cost.work],
+                      sorted(k.cost.dtypes) if k.cost.dtypes is not None else None] for k in value]
+        elif f.name == "rules":
+            value = [[r.name, *r.source] for r in value]
         elif isinstance(value, frozenset):
             value = sorted(value)
         out[f.name] = value
@@ -79,7 +85,8 @@ def unchanged(graph: Graph, backend: Backend) -> bool:
     any of them (the e-graph would hold the graph's nodes alone, identical ones merged)."""
     if not all(backend.runs_node(n) for n in graph.nodes):
         return False
-    return not rules.select(backend.missing, present={label(n.op, n.attrs) for n in graph.nodes})
+    return not rules.select(backend.missing, present={label(n.op, n.attrs) for n in graph.nodes},
+                            extra=backend.own_rules)  # (a backend file's kernels may replace what it runs)
 
 
 def clear() -> None:

@@ -59,6 +59,7 @@ from .kernels_pool import (adaptive_avg_pool3d, adaptive_avg_pool3d_backward, ad
 from .kernels_pad import mode_pad, mode_pad_backward
 from .kernels_sort import (arg_kth_value, arg_median, arg_mode, arg_sort, arg_top_k, kth_value, median, mode, sort,
                            top_k)
+from .kernels_kernel import run_kernel
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -98,6 +99,7 @@ __all__ += ["adaptive_avg_pool3d", "adaptive_avg_pool3d_backward", "adaptive_max
 __all__ += ["mode_pad", "mode_pad_backward"]
 __all__ += ["sort", "arg_sort", "top_k", "arg_top_k"]
 __all__ += ["kth_value", "arg_kth_value", "median", "arg_median", "mode", "arg_mode"]
+__all__ += ["kernel"]
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -232,6 +234,13 @@ def empty(like: Tensor | None, shape: Sequence[int], dtype: str) -> Tensor:
 
 
 # each op's function, as its declaration names it (`OpDef.torch`)
+def kernel(*ins: Tensor, name: str, inputs: Sequence[str], pattern: str, output: int = 0,
+           params: dict[str, Any] | None = None) -> Tensor:
+    """A backend file's fused kernel (`Kernel`): a torch function registered for its name, else its
+    pattern op by op (`kernels_kernel`)."""
+    return run_kernel(KERNELS, ins, name, inputs, pattern, output, params)
+
+
 KERNELS: dict[str, Callable[..., Any]] = {d.name: globals()[d.torch] for d in OPDEFS.values() if d.torch}
 # the ops whose function may return one of its inputs, or a view of one (the exporter copies such a
 # result where the FX graph promised a tensor of its own: contract.py); every other op's function
