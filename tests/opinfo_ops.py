@@ -53,7 +53,7 @@ OPINFO_BACKWARD.update(_unary2)
 from opinfo_resample import ENTRIES as _resample  # noqa: E402
 OPINFO_BACKWARD.update(_resample)
 from opinfo_pool import ENTRIES as _pool  # noqa: E402
-OPINFO_BACKWARD.update(_pool,
+OPINFO_BACKWARD.update(_pool)
 from opinfo_pad import ENTRIES as _pad  # noqa: E402
 OPINFO_BACKWARD.update(_pad)
 from opinfo_sort import ENTRIES as _sort  # noqa: E402
