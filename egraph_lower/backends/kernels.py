@@ -169,19 +169,26 @@ def kernels(value: Any, where: str) -> tuple[KernelDecl, ...]:
     return tuple(out)
 
 
+def _named_object(doc: Any, where: str, kind: str, index: int, keys: set[str]) -> tuple[str, str]:
+    """A kernel's or rule's object of a backend file: its name (checked) and where it is, for errors;
+    refused if it is no object or has a key other than `keys`."""
+    if not isinstance(doc, dict):
+        raise _fail(where, f"{kind}s[{index}] must be an object")
+    name = doc.get("name")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise _fail(where, f"{kind}s[{index}]: name must be a letter, then letters, digits, _ . - (at most 100),"
+                           f" not {_short(name)}")
+    at = f"{where}: {kind} {name}"
+    unknown = sorted(set(doc) - keys)
+    if unknown:
+        raise _fail(at, f"unknown key {_short(unknown[0])}")
+    return name, at
+
+
 def _kernel(doc: Any, backend: str, index: int) -> KernelDecl:
     from ..patterns import primitive_sorts, tensor_variables
 
-    if not isinstance(doc, dict):
-        raise _fail(backend, f"kernels[{index}] must be an object")
-    name = doc.get("name")
-    if not isinstance(name, str) or not NAME.match(name):
-        raise _fail(backend, f"kernels[{index}]: name must be a letter, then letters, digits, _ . - (at most 100),"
-                             f" not {_short(name)}")
-    where = f"{backend}: kernel {name}"
-    unknown = sorted(set(doc) - _KERNEL_KEYS)
-    if unknown:
-        raise _fail(where, f"unknown key {_short(unknown[0])}")
+    name, where = _named_object(doc, backend, "kernel", index, _KERNEL_KEYS)
     inputs = doc.get("inputs")
     if (not isinstance(inputs, list) or not 1 <= len(inputs) <= MAX_KERNEL_INPUTS
             or not all(isinstance(v, str) and VARIABLE.match(v) and not v.startswith(_OUT) for v in inputs)
@@ -254,16 +261,7 @@ def rules(value: Any, where: str) -> tuple[Rule, ...]:
         raise _fail(where, f"rules must be a list of at most {MAX_RULES} rule objects")
     out: list[Rule] = []
     for i, doc in enumerate(value):
-        if not isinstance(doc, dict):
-            raise _fail(where, f"rules[{i}] must be an object")
-        name = doc.get("name")
-        if not isinstance(name, str) or not NAME.match(name):
-            raise _fail(where, f"rules[{i}]: name must be a letter, then letters, digits, _ . - (at most 100),"
-                               f" not {_short(name)}")
-        at = f"{where}: rule {name}"
-        unknown = sorted(set(doc) - _RULE_KEYS)
-        if unknown:
-            raise _fail(at, f"unknown key {_short(unknown[0])}")
+        name, at = _named_object(doc, where, "rule", i, _RULE_KEYS)
         if name in BY_NAME or any(r.name == name for r in out):
             raise _fail(at, "a rule of that name exists already" if name in BY_NAME else "two rules have this name")
         texts = [_text(doc, k, at) for k in ("lhs", "rhs")]
