@@ -18,11 +18,11 @@ import numpy as np
 from ..dsl import Rule
 from .base import MAX, TINY, Env, bound_fields, round_to
 
-ORDS: tuple[object, ...] = (2, 1, "inf", "-inf", 0, 3.0, 0.5, -1.0, 1.5, 4.0, -2.5)
+ORDS: tuple[float | str, ...] = (2, 1, "inf", "-inf", 0, 3.0, 0.5, -1.0, 1.5, 4.0, -2.5)
 _N = 6
 
 
-def _range(ord: object, dtype: str) -> tuple[float, float]:
+def _range(ord: float | str, dtype: str) -> tuple[float, float]:
     """The magnitudes whose |x|^p is a normal number and whose 6 powers sum below MAX / 16."""
     top, low = MAX[dtype] / (16 * _N), TINY[dtype] * 16
     if dtype == "f64":
@@ -35,7 +35,7 @@ def _range(ord: object, dtype: str) -> tuple[float, float]:
     return (a, b) if float(ord) > 0 else (1 / b, 1 / a)
 
 
-def _rows(ord: object, dtype: str, rng: np.random.Generator) -> np.ndarray:
+def _rows(ord: float | str, dtype: str, rng: np.random.Generator) -> np.ndarray:
     lo, hi = _range(ord, dtype)
     mid = math.sqrt(lo * hi)
     inf, nan = math.inf, math.nan
