@@ -14,6 +14,7 @@ from . import aten_resample
 from . import aten_pad
 from . import aten_sort
 from . import aten_distance
+from . import aten_gating
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
@@ -25,4 +26,5 @@ FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_n
             aten_resample,
             aten_pad,
             aten_sort,
-            aten_distance)  # registered by importing them
+            aten_distance,
+            aten_gating)  # registered by importing them
