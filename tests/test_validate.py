@@ -246,6 +246,8 @@ ALL_OPS = doc(
     node(1350, "Kernel", [0, 1, 5], [2, 3], F, {"name": "ln_like", "inputs": ["x", "w", "dy"], "output": 1,
                                              "pattern": "(* (- x (Reduce.Mean axes 1 x)) (+ w dy))",
                                              "params": {"axes": "[1]"}}),
+    # index_reduce, addmv, addbmm, dist, ldexp (version 3, misc19: ids 1950-1969)
+    node(1950, "IndexReduce", [0, 30, 401], [2, 3], F, {"axis": 1, "reduce": "amin", "include_self": False}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -260,7 +262,8 @@ ALL_OPS = doc(
              1527, 1528, 1529, 1530, 1533, 1534, 1535, 1536,
              1401,
              1900, 1901, 1902, 1903, 1904, 1905, 1906, 1907, 1908, 1909,
-             1350],
+             1350,
+             1950],
     name="all ops",
 )
 
