@@ -30,6 +30,7 @@ from . import order_stats
 from . import kernel
 from . import distance
 from . import gating
+from . import index_reduce
 from .base import Ctor, Head, OpDef
 
 
@@ -68,7 +69,8 @@ FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, r
             order_stats.OPS,
             kernel.OPS,
             distance.OPS,
-            gating.OPS)
+            gating.OPS,
+            index_reduce.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

@@ -25,6 +25,7 @@ from . import sort
 from . import order_stats
 from . import distance
 from . import gating
+from . import index_reduce
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -41,7 +42,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + sort.RULES
                                + order_stats.RULES
                                + distance.RULES
-                               + gating.RULES)
+                               + gating.RULES
+                               + index_reduce.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

@@ -62,6 +62,7 @@ from .kernels_sort import (arg_kth_value, arg_median, arg_mode, arg_sort, arg_to
 from .kernels_kernel import run_kernel
 from .kernels_distance import vector_norm
 from .kernels_gating import glu_backward
+from .kernels_misc import index_reduce
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -104,6 +105,7 @@ __all__ += ["kth_value", "arg_kth_value", "median", "arg_median", "mode", "arg_m
 __all__ += ["kernel"]
 __all__ += ["vector_norm"]
 __all__ += ["glu_backward"]
+__all__ += ["index_reduce"]
 
 
 def _dtype(name: str) -> torch.dtype:

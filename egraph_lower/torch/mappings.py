@@ -15,6 +15,7 @@ from . import aten_pad
 from . import aten_sort
 from . import aten_distance
 from . import aten_gating
+from . import aten_misc
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
@@ -27,4 +28,5 @@ FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_n
             aten_pad,
             aten_sort,
             aten_distance,
-            aten_gating)  # registered by importing them
+            aten_gating,
+            aten_misc)  # registered by importing them

@@ -35,6 +35,7 @@ from .padding import padding_domain
 from .sort import sort_domain
 from .distance import distance_domain
 from .gating import GATING_SCALES, gating_domain
+from .index_reduce import index_reduce_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
            "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
@@ -70,6 +71,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "sort": sort_domain,
     "distance": distance_domain,
     "gating": gating_domain,
+    "index_reduce": index_reduce_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
