@@ -31,6 +31,7 @@ from . import kernel
 from . import distance
 from . import gating
 from . import index_reduce
+from . import trilinear
 from .base import Ctor, Head, OpDef
 
 
@@ -70,7 +71,8 @@ FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, r
             kernel.OPS,
             distance.OPS,
             gating.OPS,
-            index_reduce.OPS)
+            index_reduce.OPS,
+            trilinear.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

@@ -26,6 +26,7 @@ from . import order_stats
 from . import distance
 from . import gating
 from . import index_reduce
+from . import trilinear
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -43,7 +44,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + order_stats.RULES
                                + distance.RULES
                                + gating.RULES
-                               + index_reduce.RULES)
+                               + index_reduce.RULES
+                               + trilinear.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

@@ -16,6 +16,7 @@ from . import aten_sort
 from . import aten_distance
 from . import aten_gating
 from . import aten_misc
+from . import aten_trilinear
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
@@ -29,4 +30,5 @@ FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_n
             aten_sort,
             aten_distance,
             aten_gating,
-            aten_misc)  # registered by importing them
+            aten_misc,
+            aten_trilinear)  # registered by importing them

@@ -36,6 +36,7 @@ from .sort import sort_domain
 from .distance import distance_domain
 from .gating import GATING_SCALES, gating_domain
 from .index_reduce import index_reduce_domain
+from .trilinear import TRILINEAR_SCALES, trilinear_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
            "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
@@ -72,6 +73,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "distance": distance_domain,
     "gating": gating_domain,
     "index_reduce": index_reduce_domain,
+    "trilinear": trilinear_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
@@ -79,6 +81,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
 SCALES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {**NORM_SCALES, **ATTENTION_SCALES,
                                                                    **RESAMPLE_SCALES}
 SCALES.update(GATING_SCALES)
+SCALES.update(TRILINEAR_SCALES)
 
 
 def domain(rule: Rule, dtype: str) -> Env | list[Env]:
