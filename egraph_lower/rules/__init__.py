@@ -37,7 +37,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + unpool.RULES
                                + padding.RULES
                                + sort.RULES
-                               + order_stats.RULES)
+                               + order_stats.RULES
+                               + conv.RULES3)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

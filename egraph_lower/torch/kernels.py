@@ -60,6 +60,8 @@ from .kernels_pad import mode_pad, mode_pad_backward
 from .kernels_sort import (arg_kth_value, arg_median, arg_mode, arg_sort, arg_top_k, kth_value, median, mode, sort,
                            top_k)
 from .kernels_kernel import run_kernel
+from .kernels_conv import (conv3d, conv3d_backward_input, conv3d_backward_weight, conv3d_columns, conv3d_dilate_pad,
+                           conv3d_flip_weight, conv3d_merge_groups, conv3d_weight_matrix, conv_transpose3d, im2col3d)
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -100,6 +102,8 @@ __all__ += ["mode_pad", "mode_pad_backward"]
 __all__ += ["sort", "arg_sort", "top_k", "arg_top_k"]
 __all__ += ["kth_value", "arg_kth_value", "median", "arg_median", "mode", "arg_mode"]
 __all__ += ["kernel"]
+__all__ += ["conv3d", "conv3d_backward_input", "conv3d_backward_weight", "conv3d_columns", "conv3d_dilate_pad",
+            "conv3d_flip_weight", "conv3d_merge_groups", "conv3d_weight_matrix", "conv_transpose3d", "im2col3d"]
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -246,4 +250,5 @@ KERNELS: dict[str, Callable[..., Any]] = {d.name: globals()[d.torch] for d in OP
 # result where the FX graph promised a tensor of its own: contract.py); every other op's function
 # returns a tensor of its own. tests/test_opdefs.py checks each op's sample against this.
 VIEWS: frozenset[str] = frozenset(("Cast", "Expand", "Reshape", "Transpose", "Reduce", "Slice",
-                                   "Conv2dWeightMatrix", "Conv2dMergeGroups"))
+                                   "Conv2dWeightMatrix", "Conv2dMergeGroups", "Conv3dWeightMatrix",
+                                   "Conv3dMergeGroups", "Im2Col3d", "Conv3dColumns"))
