@@ -247,6 +247,14 @@ ALL_OPS = doc(
     node(1350, "Kernel", [0, 1, 5], [2, 3], F, {"name": "ln_like", "inputs": ["x", "w", "dy"], "output": 1,
                                              "pattern": "(* (- x (Reduce.Mean axes 1 x)) (+ w dy))",
                                              "params": {"axes": "[1]"}}),
+    # norms and distances (version 3, core19: ids 2190-2199)
+    node(2190, "VectorNorm", [0], [2], F, {"ord": 2, "axes": [-1], "keep_dim": False}),
+    node(2191, "VectorNorm", [0], [1, 1], F, {"ord": "inf", "axes": [0, 1], "keep_dim": True}),
+    node(2192, "VectorNorm", [0], [3], F, {"ord": -1.5, "axes": [0]}),
+    # activations with a tensor operand (version 3, ops20: ids 2020-2039)
+    inp(2020, [2, 4, 3], name="glux"),
+    inp(2021, [2, 2, 3], name="gludy"),
+    node(2022, "GluBackward", [2020, 2021], [2, 4, 3], F, {"axis": 1}),
     # 3-D convolution (version 3, conv3d: ids 2000-2019)
     inp(2000, [1, 4, 4, 5, 6], name="cx3"),
     inp(2001, [6, 2, 2, 2, 2], name="cw3"),
@@ -277,6 +285,8 @@ ALL_OPS = doc(
              1401,
              1900, 1901, 1902, 1903, 1904, 1905, 1906, 1907, 1908, 1909,
              1350,
+             2190, 2191, 2192,
+             2022,
              2003, 2004, 2005, 2006, 2007, 2008, 2009, 2011, 2012],
     name="all ops",
 )

@@ -23,6 +23,8 @@ from . import unpool
 from . import padding
 from . import sort
 from . import order_stats
+from . import distance
+from . import gating
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -38,6 +40,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + padding.RULES
                                + sort.RULES
                                + order_stats.RULES
+                               + distance.RULES
+                               + gating.RULES
                                + conv.RULES3)
 
 

@@ -60,6 +60,8 @@ from .kernels_pad import mode_pad, mode_pad_backward
 from .kernels_sort import (arg_kth_value, arg_median, arg_mode, arg_sort, arg_top_k, kth_value, median, mode, sort,
                            top_k)
 from .kernels_kernel import run_kernel
+from .kernels_distance import vector_norm
+from .kernels_gating import glu_backward
 from .kernels_conv import (conv3d, conv3d_backward_input, conv3d_backward_weight, conv3d_columns, conv3d_dilate_pad,
                            conv3d_flip_weight, conv3d_merge_groups, conv3d_weight_matrix, conv_transpose3d, im2col3d)
 
@@ -102,6 +104,8 @@ __all__ += ["mode_pad", "mode_pad_backward"]
 __all__ += ["sort", "arg_sort", "top_k", "arg_top_k"]
 __all__ += ["kth_value", "arg_kth_value", "median", "arg_median", "mode", "arg_mode"]
 __all__ += ["kernel"]
+__all__ += ["vector_norm"]
+__all__ += ["glu_backward"]
 __all__ += ["conv3d", "conv3d_backward_input", "conv3d_backward_weight", "conv3d_columns", "conv3d_dilate_pad",
             "conv3d_flip_weight", "conv3d_merge_groups", "conv3d_weight_matrix", "conv_transpose3d", "im2col3d"]
 

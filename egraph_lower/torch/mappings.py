@@ -13,6 +13,8 @@ from . import aten_reduce
 from . import aten_resample
 from . import aten_pad
 from . import aten_sort
+from . import aten_distance
+from . import aten_gating
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
@@ -23,4 +25,6 @@ FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_n
             aten_reduce,
             aten_resample,
             aten_pad,
-            aten_sort)  # registered by importing them
+            aten_sort,
+            aten_distance,
+            aten_gating)  # registered by importing them

@@ -33,6 +33,8 @@ from .resample import RESAMPLE_SCALES, resample_domain, unfold_domain
 from .pool import unpool_domain
 from .padding import padding_domain
 from .sort import sort_domain
+from .distance import distance_domain
+from .gating import GATING_SCALES, gating_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
            "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
@@ -66,12 +68,15 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "unpool": unpool_domain,
     "padding": padding_domain,
     "sort": sort_domain,
+    "distance": distance_domain,
+    "gating": gating_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
 # unbounded (the result is summed or cancelled from larger terms).
 SCALES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {**NORM_SCALES, **ATTENTION_SCALES,
                                                                    **RESAMPLE_SCALES}
+SCALES.update(GATING_SCALES)
 
 
 def domain(rule: Rule, dtype: str) -> Env | list[Env]:
