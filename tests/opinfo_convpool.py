@@ -11,4 +11,7 @@ ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("nn.functional.max_pool1d", ""): ("max_pool2d_with_indices_backward",),
     ("nn.functional.avg_pool1d", ""): ("avg_pool2d_backward",),
     ("nn.functional.adaptive_avg_pool1d", ""): ("_adaptive_avg_pool2d_backward",),
+    # 3-D convolutions (issue 20): aten's convolution / convolution_backward with three spatial axes
+    ("nn.functional.conv3d", ""): ("convolution_backward",),
+    ("nn.functional.conv_transpose3d", ""): ("convolution_backward",),
 }

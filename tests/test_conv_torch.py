@@ -98,14 +98,15 @@ def test_a_1d_convolution_is_the_2d_ops_on_height_1() -> None:
             assert len(src.shape) == 4 and src.shape[2] == 1 and src.op == "Reshape"
 
 
-def test_3d_convolutions_are_refused_with_a_reason() -> None:
+def test_3d_convolutions_import_one_to_one() -> None:
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    for fn, args, why in (
-            (lambda x, w: torch.nn.functional.conv3d(x, w), (torch.randn(1, 2, 4, 4, 4), torch.randn(2, 2, 3, 3, 3)),
-             "rank-5"),):
-        with pytest.raises(elt.UnsupportedOp, match=why):
-            elt.import_graph(make_fx(fn, pre_dispatch=False)(*args), args)
+    x, w = torch.randn(1, 2, 4, 4, 4), torch.randn(2, 2, 3, 3, 3)
+    g = elt.import_graph(make_fx(lambda x, w: torch.nn.functional.conv3d(x, w, stride=2, padding=1))(x, w),
+                         (x, w)).graph
+    conv = [n for n in g.nodes if n.op == "Conv3d"]
+    assert len(conv) == 1 and conv[0].shape == (1, 2, 2, 2, 2) and conv[0].attrs["stride"] == [2, 2, 2]
+    assert not any(n.op == "Conv2d" for n in g.nodes)
 
 
 def _one_node(op: str, ins: list[tuple[int, ...]], attrs: dict[str, Any]) -> el.Graph:

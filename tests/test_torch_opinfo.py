@@ -67,6 +67,19 @@ KNOWN_GAPS = {
 # gradients are compared after ordering each tie group's (`_untied`): a gradient at the wrong value, or a
 # wrong value, still fails.
 TIES = frozenset({"sort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode"})
+# entries whose samples sum hundreds of products (3-D windows): in float32 the lowered MatMul and eager's kernel
+# sum in different orders, both a few eps from float64 (conv3d: 9 and 4 eps of the largest value), so float32
+# is held to float64's value, within LONG_SUM_EPS eps of the largest, not to eager's rounding
+LONG_SUMS = frozenset({"nn.functional.conv3d", "nn.functional.conv_transpose3d"})
+LONG_SUM_EPS = 32
+
+
+def _close_to_wide(g: Any, r: Any, what: str) -> None:
+    """`g` (float32) within LONG_SUM_EPS eps of the largest |r| (float64 reference) of `r`."""
+    r = r.double()
+    bound = LONG_SUM_EPS * torch.finfo(g.dtype).eps * max(1.0, float(r.abs().max()) if r.numel() else 1.0)
+    err = float((g.double() - r).abs().max()) if r.numel() else 0.0
+    assert err <= bound, f"{what}: {err:.3g} from float64, over {bound:.3g}"
 MAX_SAMPLES = 4
 SCANNED = 120  # of an op's samples, the first SCANNED are picked from (max_pool2d has 1,440)
 
@@ -198,15 +211,20 @@ def test_opinfo_gradients_match_eager(name: str, variant: str, target: str) -> N
     assert any(g.kind == "backward" for g in be.graphs), be.summary()
     assert all(g.status in ("lowered", "nothing to lower") for g in be.graphs), be.summary()
     wide = [t.detach().double().requires_grad_(True) for t in tensors]
-    _, ref = _gradients(case.function(wide=True), wide, [o.dtype for o in eager_out])
+    ref_out, ref = _gradients(case.function(wide=True), wide, [o.dtype for o in eager_out])
     for k, (g, e) in enumerate(zip(got_out, eager_out)):
-        if e.dtype not in HALF:
+        if name in LONG_SUMS and e.dtype == torch.float32:
+            _close_to_wide(g, ref_out[k], f"{name} {target} output {k}")
+        elif e.dtype not in HALF:
             torch.testing.assert_close(g, e, equal_nan=True, msg=lambda m: f"{name} {target} output {k}: {m}")
     gaps = []
     for k, (g, e, r) in enumerate(zip(got, eager, ref)):
         assert g.dtype == e.dtype
         if name in TIES:
             g, e, r = (_untied(tensors[k], v) for v in (g, e, r))
+        if name in LONG_SUMS and e.dtype == torch.float32:
+            _close_to_wide(g, r, f"{name} {target} gradient {k}")
+            continue
         if e.dtype not in HALF:
             torch.testing.assert_close(g, e, equal_nan=True, msg=lambda m: f"{name} {target} gradient {k}: {m}")
             continue

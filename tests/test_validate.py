@@ -69,6 +69,7 @@ POOL_AVG = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0]}
 POOL3 = {"kernel": [2, 2, 2], "stride": [2, 2, 2], "padding": [0, 1, 0], "dilation": [1, 1, 1]}
 POOL3_AVG = {"kernel": [2, 2, 2], "stride": [2, 2, 2], "padding": [0, 1, 0]}
 _CONV = {"stride": [2, 1], "padding": [1, 0], "dilation": [1, 2], "groups": 2}  # convolution nodes of ALL_OPS
+CONV3 = {"stride": [2, 1, 3], "padding": [1, 0, 1], "dilation": [1, 2, 1], "groups": 2}  # 3-D ones
 # A valid document with every op of the format.
 ALL_OPS = doc(
     inp(0, [2, 3]), node(1, "Param", (), [3], F, {"name": "g"}, name="gamma"), inp(2, [3], name="b"),
@@ -262,6 +263,21 @@ ALL_OPS = doc(
     inp(2202, [2, 5], name="tri2"),
     node(2203, "Trilinear", [2200, 2201, 2202], [2, 4], F,
          {"expand1": [1, 3], "expand2": [0], "expand3": [1, 2], "sumdim": [2, 3]}),
+    # 3-D convolution (version 3, conv3d: ids 2000-2019)
+    inp(2000, [1, 4, 4, 5, 6], name="cx3"),
+    inp(2001, [6, 2, 2, 2, 2], name="cw3"),
+    inp(2002, [1, 6, 3, 3, 3], name="cdy3"),
+    node(2003, "Conv3d", [2000, 2001], [1, 6, 3, 3, 3], F, CONV3),
+    node(2004, "Conv3dBackwardInput", [2002, 2001], [1, 4, 4, 5, 6], F, {**CONV3, "input_shape": [1, 4, 4, 5, 6]}),
+    node(2005, "Conv3dBackwardWeight", [2000, 2002], [6, 2, 2, 2, 2], F, {**CONV3, "weight_shape": [6, 2, 2, 2, 2]}),
+    node(2006, "ConvTranspose3d", [2002, 2001], [1, 4, 4, 5, 6], F, {**CONV3, "output_shape": [1, 4, 4, 5, 6]}),
+    node(2007, "Im2Col3d", [2000], [1, 2, 16, 27], F, {**CONV3, "kernel": [2, 2, 2]}),
+    node(2008, "Conv3dFlipWeight", [2001], [4, 3, 2, 2, 2], F, {"groups": 2}),
+    node(2009, "Conv3dDilatePad", [2002, 2001], [1, 6, 5, 7, 7], F,
+         {"stride": [2, 1, 3], "padding": [1, 0, 1], "dilation": [1, 2, 1], "input_shape": [1, 4, 4, 5, 6]}),
+    node(2010, "Conv3dColumns", [2000, 2001], [1, 2, 3, 3, 16, 3], F, CONV3),
+    node(2011, "Conv3dWeightMatrix", [2001], [2, 1, 1, 3, 16], F, {"groups": 2}),
+    node(2012, "Conv3dMergeGroups", [2010], [1, 32, 3, 3, 3], F),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -280,7 +296,8 @@ ALL_OPS = doc(
              2190, 2191, 2192,
              2022,
              1950,
-             2203],
+             2203,
+             2003, 2004, 2005, 2006, 2007, 2008, 2009, 2011, 2012],
     name="all ops",
 )
 

@@ -26,7 +26,8 @@ Meta = tuple[tuple[int, ...], "str | None"]
 # Work per output element, by op and kind: 1 is an add.
 CHEAP_KINDS = frozenset({"Relu", "Neg", "Abs", "Sign", "Round", "Floor", "Ceil"})
 TRANSCENDENTAL_KINDS = frozenset({"Exp", "Log", "Sqrt", "Rsqrt", "Recip", "Sigmoid", "Tanh", "Sin", "Cos"})
-CONV_OPS = frozenset({"Conv2d", "ConvTranspose2d", "Conv2dBackwardInput", "Conv2dBackwardWeight"})
+CONV_OPS = frozenset({"Conv2d", "ConvTranspose2d", "Conv2dBackwardInput", "Conv2dBackwardWeight",
+                      "Conv3d", "ConvTranspose3d", "Conv3dBackwardInput", "Conv3dBackwardWeight"})
 BINARY_WEIGHT = {"Add": 1.0, "Sub": 1.0, "Mul": 1.0, "Max": 1.0, "Min": 1.0, "Div": 2.0, "Pow": 8.0}
 
 
@@ -147,8 +148,9 @@ class CostModel:
         elif op == "Reduce":
             work = float(math.prod(inputs[0][0]))
         elif op in CONV_OPS:  # a multiply-add per dy (output) element and weight tap of its group
-            dy, w = (inputs[0][0], inputs[1][0]) if op != "Conv2dBackwardWeight" else (inputs[1][0], out[0])
-            if op == "Conv2d":
+            weight = op in ("Conv2dBackwardWeight", "Conv3dBackwardWeight")
+            dy, w = (inputs[1][0], out[0]) if weight else (inputs[0][0], inputs[1][0])
+            if op in ("Conv2d", "Conv3d"):
                 dy = out[0]
             work = 2.0 * math.prod(dy) * math.prod(w[1:])
         elif op in ATTENTION_OPS:

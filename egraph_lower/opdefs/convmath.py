@@ -1,12 +1,14 @@
-"""The NumPy arithmetic of the convolution ops (float64, NCHW activations, OIHW weights).
+"""The NumPy arithmetic of the convolution ops (float64, channels first: x [N, C, *S], w [O, C/G, *K]),
+for any number of spatial axes (the format has 2-D and 3-D convolutions: S = (H, W) or (D, H, W)).
 
 Everything goes through one unfold: `unfold(x)` gives, for every output position and
 every kernel tap, the input value the tap reads (0 where it falls into the padding),
-as an array [N, C, KH, KW, OH, OW]. Then, with G groups, Cg = C/G, Og = O/G:
+as an array [N, C, *K, *O]. Then, with G groups, Cg = C/G, Og = O/G, a a kernel tap and
+i an output position (each a tuple of the spatial axes):
 
-    conv(x, w)[n, g*Og+o, i, j]   = sum_{c, kh, kw} w[g*Og+o, c, kh, kw] * u[n, g*Cg+c, kh, kw, i, j]
-    grad_w[g*Og+o, c, kh, kw]     = sum_{n, i, j}  dy[n, g*Og+o, i, j] * u[n, g*Cg+c, kh, kw, i, j]
-    grad_x = fold(du),  du[n, g*Cg+c, kh, kw, i, j] = sum_o w[g*Og+o, c, kh, kw] * dy[n, g*Og+o, i, j]
+    conv(x, w)[n, g*Og+o, i]   = sum_{c, a} w[g*Og+o, c, a] * u[n, g*Cg+c, a, i]
+    grad_w[g*Og+o, c, a]       = sum_{n, i}  dy[n, g*Og+o, i] * u[n, g*Cg+c, a, i]
+    grad_x = fold(du),  du[n, g*Cg+c, a, i] = sum_o w[g*Og+o, c, a] * dy[n, g*Og+o, i]
 
 where `fold` is the adjoint of `unfold`: each tap's value added back at the input
 position it was read from (taps in the padding dropped).
@@ -14,11 +16,14 @@ position it was read from (taps in the padding dropped).
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
-Pair = tuple[int, int]
+Ints = Sequence[int]
+_K, _O = "uvw", "ijk"  # einsum letters of the kernel taps and the output positions (up to 3 axes)
 
 
 def out_size(size: int, k: int, s: int, p: int, d: int) -> int:
@@ -35,33 +40,35 @@ def weight_conv_size(size: int, k: int, s: int, p: int, d: int) -> int:
     return out_size(size, out_size(size, k, s, p, d), d, p, s)
 
 
-def _taps(shape: Sequence[int], kernel: Pair, s: Pair, p: Pair, d: Pair) -> tuple[int, int]:
-    return (out_size(shape[2], kernel[0], s[0], p[0], d[0]), out_size(shape[3], kernel[1], s[1], p[1], d[1]))
+def _outs(shape: Ints, kernel: Ints, s: Ints, p: Ints, d: Ints) -> tuple[int, ...]:
+    return tuple(out_size(shape[2 + i], kernel[i], s[i], p[i], d[i]) for i in range(len(kernel)))
 
 
-def unfold(x: np.ndarray, kernel: Pair, s: Pair, p: Pair, d: Pair) -> np.ndarray:
-    """[N, C, KH, KW, OH, OW]: the input value each kernel tap reads at each output position."""
+def _window(tap: Ints, outs: Ints, s: Ints, d: Ints) -> tuple[slice, ...]:
+    """The positions of the padded input that kernel tap `tap` reads, one per output position."""
+    return (slice(None), slice(None)) + tuple(
+        slice(a * d[i], a * d[i] + s[i] * (outs[i] - 1) + 1, s[i]) for i, a in enumerate(tap))
+
+
+def unfold(x: np.ndarray, kernel: Ints, s: Ints, p: Ints, d: Ints) -> np.ndarray:
+    """[N, C, *K, *O]: the input value each kernel tap reads at each output position."""
     n, c = x.shape[:2]
-    oh, ow = _taps(x.shape, kernel, s, p, d)
-    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
-    u = np.zeros((n, c, kernel[0], kernel[1], oh, ow), dtype=x.dtype)
-    for a in range(kernel[0]):
-        for b in range(kernel[1]):
-            r, q = a * d[0], b * d[1]
-            u[:, :, a, b] = xp[:, :, r:r + s[0] * (oh - 1) + 1:s[0], q:q + s[1] * (ow - 1) + 1:s[1]]
+    outs = _outs(x.shape, kernel, s, p, d)
+    xp = np.pad(x, ((0, 0), (0, 0)) + tuple((q, q) for q in p))
+    u = np.zeros((n, c) + tuple(kernel) + outs, dtype=x.dtype)
+    for tap in itertools.product(*(range(k) for k in kernel)):
+        u[(slice(None), slice(None)) + tap] = xp[_window(tap, outs, s, d)]
     return u
 
 
-def fold(u: np.ndarray, shape: Sequence[int], s: Pair, p: Pair, d: Pair) -> np.ndarray:
-    """The adjoint of `unfold`: an array of `shape` [N, C, H, W]."""
-    n, c, kh, kw, oh, ow = u.shape
-    h, w = shape[2] + 2 * p[0], shape[3] + 2 * p[1]
-    xp = np.zeros((n, c, h, w), dtype=u.dtype)
-    for a in range(kh):
-        for b in range(kw):
-            r, q = a * d[0], b * d[1]
-            xp[:, :, r:r + s[0] * (oh - 1) + 1:s[0], q:q + s[1] * (ow - 1) + 1:s[1]] += u[:, :, a, b]
-    return xp[:, :, p[0]:p[0] + shape[2], p[1]:p[1] + shape[3]]
+def fold(u: np.ndarray, shape: Ints, s: Ints, p: Ints, d: Ints) -> np.ndarray:
+    """The adjoint of `unfold`: an array of `shape` [N, C, *S]."""
+    nd = len(shape) - 2
+    kernel, outs = u.shape[2:2 + nd], u.shape[2 + nd:]
+    xp = np.zeros(tuple(u.shape[:2]) + tuple(shape[2 + i] + 2 * p[i] for i in range(nd)), dtype=u.dtype)
+    for tap in itertools.product(*(range(k) for k in kernel)):
+        xp[_window(tap, outs, s, d)] += u[(slice(None), slice(None)) + tap]
+    return xp[(slice(None), slice(None)) + tuple(slice(p[i], p[i] + shape[2 + i]) for i in range(nd))]
 
 
 def _grouped(u: np.ndarray, g: int) -> np.ndarray:
@@ -69,68 +76,85 @@ def _grouped(u: np.ndarray, g: int) -> np.ndarray:
     return u.reshape((n, g, c // g) + u.shape[2:])
 
 
-def conv(x: np.ndarray, w: np.ndarray, s: Pair, p: Pair, d: Pair, g: int) -> np.ndarray:
-    u = _grouped(unfold(x, (w.shape[2], w.shape[3]), s, p, d), g)  # n g c kh kw i j
-    wg = w.reshape((g, w.shape[0] // g) + w.shape[1:])  # g o c kh kw
-    y = np.einsum("ngcabij,gocab->ngoij", u, wg, optimize=True)
+def _letters(nd: int) -> tuple[str, str]:
+    return _K[:nd], _O[:nd]
+
+
+def conv(x: np.ndarray, w: np.ndarray, s: Ints, p: Ints, d: Ints, g: int) -> np.ndarray:
+    k, o = _letters(x.ndim - 2)
+    u = _grouped(unfold(x, w.shape[2:], s, p, d), g)  # n g c *k *o
+    wg = w.reshape((g, w.shape[0] // g) + w.shape[1:])  # g o c *k
+    y = np.einsum(f"ngc{k}{o},gzc{k}->ngz{o}", u, wg, optimize=True)
     return y.reshape((y.shape[0], -1) + y.shape[3:])
 
 
-def grad_weight(x: np.ndarray, dy: np.ndarray, kernel: Pair, s: Pair, p: Pair, d: Pair, g: int) -> np.ndarray:
+def grad_weight(x: np.ndarray, dy: np.ndarray, kernel: Ints, s: Ints, p: Ints, d: Ints, g: int) -> np.ndarray:
+    k, o = _letters(x.ndim - 2)
     u = _grouped(unfold(x, kernel, s, p, d), g)
-    dyg = _grouped(dy, g)  # n g o i j
-    dw = np.einsum("ngcabij,ngoij->gocab", u, dyg, optimize=True)
+    dw = np.einsum(f"ngc{k}{o},ngz{o}->gzc{k}", u, _grouped(dy, g), optimize=True)
     return dw.reshape((-1,) + dw.shape[2:])
 
 
-def grad_input(dy: np.ndarray, w: np.ndarray, shape: Sequence[int], s: Pair, p: Pair, d: Pair,
-               g: int) -> np.ndarray:
+def grad_input(dy: np.ndarray, w: np.ndarray, shape: Ints, s: Ints, p: Ints, d: Ints, g: int) -> np.ndarray:
+    k, o = _letters(dy.ndim - 2)
     wg = w.reshape((g, w.shape[0] // g) + w.shape[1:])
-    du = np.einsum("ngoij,gocab->ngcabij", _grouped(dy, g), wg, optimize=True)
+    du = np.einsum(f"ngz{o},gzc{k}->ngc{k}{o}", _grouped(dy, g), wg, optimize=True)
     return fold(du.reshape((du.shape[0], -1) + du.shape[3:]), shape, s, p, d)
 
 
-def im2col(x: np.ndarray, kernel: Pair, s: Pair, p: Pair, d: Pair, g: int) -> np.ndarray:
-    """[N, G, Cg*KH*KW, OH*OW]: the unfold as a matrix per sample and group (rows in (c, kh, kw) order)."""
+def im2col(x: np.ndarray, kernel: Ints, s: Ints, p: Ints, d: Ints, g: int) -> np.ndarray:
+    """[N, G, Cg*prod(K), prod(O)]: the unfold as a matrix per sample and group (rows in (c, *k) order,
+    columns in the output's row-major order)."""
     u = _grouped(unfold(x, kernel, s, p, d), g)
-    n, _, cg, kh, kw, oh, ow = u.shape
-    return u.reshape(n, g, cg * kh * kw, oh * ow)
+    n, _, cg = u.shape[:3]
+    return u.reshape(n, g, cg * math.prod(kernel), -1)
 
 
 def flip_weight(w: np.ndarray, g: int) -> np.ndarray:
-    """[O, Cg, KH, KW] -> [C, Og, KH, KW]: each group's channel axes swapped, the kernel turned by 180 degrees."""
-    o, cg, kh, kw = w.shape
-    wg = w.reshape(g, o // g, cg, kh, kw)[:, :, :, ::-1, ::-1]
-    return np.ascontiguousarray(wg.transpose(0, 2, 1, 3, 4).reshape(g * cg, o // g, kh, kw))
+    """[O, Cg, *K] -> [C, Og, *K]: each group's channel axes swapped, the kernel reversed along every
+    spatial axis (turned by 180 degrees in 2-D)."""
+    o, cg = w.shape[:2]
+    nd = w.ndim - 2
+    wg = w.reshape((g, o // g, cg) + w.shape[2:])[(slice(None),) * 3 + (slice(None, None, -1),) * nd]
+    perm = (0, 2, 1) + tuple(range(3, 3 + nd))
+    return np.ascontiguousarray(wg.transpose(perm).reshape((g * cg, o // g) + w.shape[2:]))
 
 
-def dilate_pad(dy: np.ndarray, kernel: Pair, shape: Sequence[int], s: Pair, p: Pair, d: Pair) -> np.ndarray:
+def dilate_pad(dy: np.ndarray, kernel: Ints, shape: Ints, s: Ints, p: Ints, d: Ints) -> np.ndarray:
     """dy with s-1 zeros between neighbours, placed at offset d(k-1)-p in an array of
-    [N, O, H + d0(KH-1), W + d1(KW-1)] (entries that fall outside are dropped: no tap of the
+    [N, O, *(S + d(K-1))] (entries that fall outside are dropped: no tap of the
     convolution reaches an input position from them)."""
-    n, o, oh, ow = dy.shape
-    size = [shape[2 + i] + d[i] * (kernel[i] - 1) for i in (0, 1)]
-    out = np.zeros((n, o, size[0], size[1]), dtype=dy.dtype)
-    pos = [d[i] * (kernel[i] - 1) - p[i] + s[i] * np.arange((oh, ow)[i]) for i in (0, 1)]
+    nd = dy.ndim - 2
+    size = [shape[2 + i] + d[i] * (kernel[i] - 1) for i in range(nd)]
+    out = np.zeros(tuple(dy.shape[:2]) + tuple(size), dtype=dy.dtype)
+    pos = [d[i] * (kernel[i] - 1) - p[i] + s[i] * np.arange(dy.shape[2 + i]) for i in range(nd)]
     keep = [(q >= 0) & (q < size[i]) for i, q in enumerate(pos)]
-    out[:, :, pos[0][keep[0]][:, None], pos[1][keep[1]][None, :]] = dy[:, :, keep[0]][:, :, :, keep[1]]
+    src = dy[(slice(None), slice(None)) + np.ix_(*keep)] if nd else dy
+    out[(slice(None), slice(None)) + np.ix_(*(q[k] for q, k in zip(pos, keep)))] = src
     return out
 
 
-def columns(x: np.ndarray, kernel: Pair, s: Pair, p: Pair, d: Pair, g: int) -> np.ndarray:
-    """[N, G, OH, Cg*KH*KW, OW]: the unfold laid out for a MatMul per output row (rows in (c, kh, kw) order)."""
-    u = _grouped(unfold(x, kernel, s, p, d), g)  # n g c a b i j
-    n, _, cg, kh, kw, oh, ow = u.shape
-    return np.ascontiguousarray(u.reshape(n, g, cg * kh * kw, oh, ow).transpose(0, 1, 3, 2, 4))
+def columns(x: np.ndarray, kernel: Ints, s: Ints, p: Ints, d: Ints, g: int) -> np.ndarray:
+    """[N, G, *O[:-1], Cg*prod(K), O[-1]]: the unfold laid out for a MatMul per output row (rows in
+    (c, *k) order): [N, G, OH, Cg*KH*KW, OW] in 2-D, [N, G, OD, OH, Cg*KD*KH*KW, OW] in 3-D."""
+    nd = x.ndim - 2
+    u = _grouped(unfold(x, kernel, s, p, d), g)  # n g c *k *o
+    n, _, cg = u.shape[:3]
+    outs = u.shape[3 + nd:]
+    t = u.reshape((n, g, cg * math.prod(kernel)) + outs)
+    perm = (0, 1) + tuple(range(3, 2 + nd)) + (2, 2 + nd)
+    return np.ascontiguousarray(t.transpose(perm))
 
 
 def weight_matrix(w: np.ndarray, g: int) -> np.ndarray:
-    """[G, 1, Og, Cg*KH*KW]: each group's filters as the rows of a matrix."""
+    """[G, 1 (nd - 1 times), Og, Cg*prod(K)]: each group's filters as the rows of a matrix."""
     o = w.shape[0]
-    return w.reshape(g, 1, o // g, -1)
+    return w.reshape((g,) + (1,) * (w.ndim - 3) + (o // g, -1))
 
 
 def merge_groups(t: np.ndarray) -> np.ndarray:
-    """[N, G, OH, Og, OW] -> [N, G*Og, OH, OW]."""
-    n, g, oh, og, ow = t.shape
-    return np.ascontiguousarray(t.transpose(0, 1, 3, 2, 4)).reshape(n, g * og, oh, ow)
+    """[N, G, *O[:-1], Og, O[-1]] -> [N, G*Og, *O]."""
+    nd = t.ndim - 3
+    n, g, og = t.shape[0], t.shape[1], t.shape[1 + nd]
+    perm = (0, 1, 1 + nd) + tuple(range(2, 1 + nd)) + (2 + nd,)
+    return np.ascontiguousarray(t.transpose(perm)).reshape((n, g * og) + t.shape[2:1 + nd] + t.shape[2 + nd:])

@@ -45,7 +45,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + distance.RULES
                                + gating.RULES
                                + index_reduce.RULES
-                               + trilinear.RULES)
+                               + trilinear.RULES
+                               + conv.RULES3)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

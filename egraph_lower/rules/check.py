@@ -191,7 +191,8 @@ def _scale(rule: Rule, env: dict[str, object], ref: np.ndarray, dtype: str) -> n
             return SCALES[label](f)
         if label in GROUP_SCALES:  # the group count is a primitive of the environment
             return GROUP_SCALES[label](f, int(cast(int, env["groups"])))
-        if label in ("Conv2d", "Conv2dBwdInput", "Conv2dBwdWeight"):  # a sum: its scale is the sum of |terms|
+        if label in ("Conv2d", "Conv2dBwdInput", "Conv2dBwdWeight", "Conv3d", "Conv3dBwdInput",
+                     "Conv3dBwdWeight"):  # a sum: its scale is the sum of |terms|
             return np.abs(eval_term(rule.lhs, {**env, **{k: np.abs(v) for k, v in f.items()}}, "f64"))
         if label in _ACCUMULATING:
             mags = {k: np.abs(v) for k, v in env.items() if isinstance(v, np.ndarray) and v.dtype.kind == "f"}

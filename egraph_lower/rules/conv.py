@@ -1,4 +1,7 @@
-"""Convolution gradients in the primitives a backend may have (opdefs/conv.py has the ops).
+"""Convolution gradients in the primitives a backend may have (opdefs/conv.py has the ops), for
+2-D and 3-D convolutions: each form is written once (`_rules(nd)`) and stated for each rank, the 3-D
+rules named `conv3d-...` (the 2-D ones `conv-...`), with Conv3d, ConvTranspose3d, Im2Col3d and the
+Conv3d helpers in place of the 2-D ops and every permutation over one more spatial axis.
 
 The fields `s p d g` are stride, padding, dilation and groups; `ishape` is the input
 gradient's shape, `wshape` the weight gradient's and `k` its kernel size (wshape's
@@ -34,7 +37,7 @@ x is multiplied only with the output channels of group g.
   floor(r/d), r = (H + 2p - d(KH-1) - 1) mod s (input rows no tap reads): there the
   result is cropped to the kernel (a Slice). The node's `crop` field (computed from x's
   shape at load time) says along which axes: one rule per case, so that no rule
-  emits a Slice that takes everything.
+  emits a Slice that takes everything (3-D: a rule per subset of D, H, W, `-crop-d` ... `-crop-dhw`).
 - conv-bwd-weight-im2col: grad_w[g*Og+o, (c,kh,kw)] = sum_n sum_l dy[n, g, o, l] u[n, g, (c,kh,kw), l],
   with u = Im2Col(x) [N, G, Cg*KH*KW, L] and dy viewed per group as [N, G, Og, L] (a
   Reshape: `dymat`, the same elements in the same order); the sum over l is a batched
@@ -48,39 +51,66 @@ x is multiplied only with the output channels of group g.
 
 from __future__ import annotations
 
+import itertools
+
+from ..opdefs.conv import names
 from .dsl import Rule, rule
 
-_ONE = "[1,1]"
-_W_LHS = "(Conv2dBackwardWeight s p d g wshape k kh kw xsplit xfold {crop} dymat x dy)"
-_W_CONV = ("(Conv2d d p s g (Reshape xfold (Transpose [2,1,0,3,4] (Reshape xsplit x))) (Transpose [1,0,2,3] dy))")
-# crop field -> (rule name suffix, the Slices that crop the convolution's output `c` to the kernel)
-_W_CROPS = (("[]", "", "c"), ("[2]", "-crop-h", "(Slice 2 0 kh 1 c)"), ("[3]", "-crop-w", "(Slice 3 0 kw 1 c)"),
-            ("[2,3]", "-crop-hw", "(Slice 3 0 kw 1 (Slice 2 0 kh 1 c))"))
+_LETTERS = {2: "hw", 3: "dhw"}  # the spatial axes (2, 3[, 4]) as the crop rules' suffixes name them
 
-RULES: tuple[Rule, ...] = (
-    rule("conv-bwd-input-transpose", "d conv / dx = conv_transpose(dy, w) with the output shape of x",
-         "(Conv2dBackwardInput s p d g ishape dy w)", "(ConvTranspose2d s p d g ishape dy w)", group="backward"),
-    rule("conv-bwd-input-conv", "d conv / dx = conv(dilate_pad(dy), flip(w)), stride 1, no padding",
-         "(Conv2dBackwardInput s p d g ishape dy w)",
-         f"(Conv2d {_ONE} [0,0] d g (Conv2dDilatePad s p d ishape dy w) (Conv2dFlipWeight g w))", group="backward"),
-    rule("conv-transpose-conv", "conv_transpose(x, w) = conv(dilate_pad(x), flip(w)), stride 1, no padding",
-         "(ConvTranspose2d s p d g oshape x w)",
-         f"(Conv2d {_ONE} [0,0] d g (Conv2dDilatePad s p d oshape x w) (Conv2dFlipWeight g w))", group="forward"),
-    rule("conv-im2col", "conv(x, w) = merge(w_matrix @ columns(x)), per sample, group and output row",
-         "(Conv2d s p d g x w)",
-         "(Conv2dMergeGroups (MatMul (Conv2dWeightMatrix g w) (Conv2dColumns s p d g x w)))", group="forward"),
-    *(rule(f"conv-bwd-weight-conv{suffix}",
-           "d conv / dw = conv(x with N, C exchanged (groups in N), dy with N, O exchanged), stride d,"
-           " dilation s, padding p, result's first two axes exchanged"
-           + (f", cropped to the kernel along axes {crop}" if suffix else ""),
-           _W_LHS.format(crop=crop), f"(Transpose [1,0,2,3] {cropped})", group="backward", lets={"c": _W_CONV})
-      for crop, suffix, cropped in _W_CROPS),
-    rule("conv-bwd-weight-im2col", "d conv / dw = sum_n dy_flat(n) im2col(x)(n)^T, per group",
-         _W_LHS.format(crop="crop"),
-         "(Reshape wshape (Reduce.Sum [0] 0 (MatMul (Reshape dymat dy) "
-         "(Transpose [0,1,3,2] (Im2Col k s p d g x)))))", group="backward"),
-    rule("conv-bwd-weight-im2col-t", "d conv / dw = (sum_n im2col(x)(n) dy_flat(n)^T)^T, per group",
-         _W_LHS.format(crop="crop"),
-         "(Reshape wshape (Transpose [0,2,1] (Reduce.Sum [0] 0 (MatMul (Im2Col k s p d g x) "
-         "(Transpose [0,1,3,2] (Reshape dymat dy))))))", group="backward"),
-)
+
+def _ints(v: object) -> str:
+    return "[" + ",".join(map(str, v)) + "]"  # type: ignore[call-overload]
+
+
+def _rules(nd: int) -> tuple[Rule, ...]:
+    n = names(nd)
+    pre = "conv" if nd == 2 else f"conv{nd}d"
+    one, zero = _ints([1] * nd), _ints([0] * nd)
+    rest = list(range(2, nd + 2))  # the spatial axes
+    swap01 = _ints([1, 0] + rest)  # N and C (O) exchanged
+    kfields = " ".join(f"k{a}" for a in _LETTERS[nd])
+    w_lhs = f"({n['bwd_weight']} s p d g wshape k {kfields} xsplit xfold {{crop}} dymat x dy)"
+    w_conv = (f"({n['conv']} d p s g (Reshape xfold (Transpose {_ints([2, 1, 0] + [a + 1 for a in rest])} "
+              f"(Reshape xsplit x))) (Transpose {swap01} dy))")
+    # crop field -> (rule name suffix, the Slices that crop the convolution's output `c` to the kernel)
+    crops = []
+    for r in range(nd + 1):
+        for axes in itertools.combinations(rest, r):
+            cropped = "c"
+            for a in axes:
+                cropped = f"(Slice {a} 0 k{_LETTERS[nd][a - 2]} 1 {cropped})"
+            suffix = "-crop-" + "".join(_LETTERS[nd][a - 2] for a in axes) if axes else ""
+            crops.append((_ints(axes), suffix, cropped))
+    lower_x = f"({n['conv']} {one} {zero} d g ({n['dilate_pad']} s p d {{shape}} {{x}} w) ({n['flip']} g w))"
+    return (
+        rule(f"{pre}-bwd-input-transpose", "d conv / dx = conv_transpose(dy, w) with the output shape of x",
+             f"({n['bwd_input']} s p d g ishape dy w)", f"({n['transpose']} s p d g ishape dy w)", group="backward"),
+        rule(f"{pre}-bwd-input-conv", "d conv / dx = conv(dilate_pad(dy), flip(w)), stride 1, no padding",
+             f"({n['bwd_input']} s p d g ishape dy w)", lower_x.format(shape="ishape", x="dy"), group="backward"),
+        rule(f"{pre}-transpose-conv", "conv_transpose(x, w) = conv(dilate_pad(x), flip(w)), stride 1, no padding",
+             f"({n['transpose']} s p d g oshape x w)", lower_x.format(shape="oshape", x="x"), group="forward"),
+        rule(f"{pre}-im2col", "conv(x, w) = merge(w_matrix @ columns(x)), per sample, group and output row",
+             f"({n['conv']} s p d g x w)",
+             f"({n['merge_groups']} (MatMul ({n['weight_matrix']} g w) ({n['columns']} s p d g x w)))",
+             group="forward"),
+        *(rule(f"{pre}-bwd-weight-conv{suffix}",
+               "d conv / dw = conv(x with N, C exchanged (groups in N), dy with N, O exchanged), stride d,"
+               " dilation s, padding p, result's first two axes exchanged"
+               + (f", cropped to the kernel along axes {crop}" if suffix else ""),
+               w_lhs.format(crop=crop), f"(Transpose {swap01} {cropped})", group="backward", lets={"c": w_conv})
+          for crop, suffix, cropped in crops),
+        rule(f"{pre}-bwd-weight-im2col", "d conv / dw = sum_n dy_flat(n) im2col(x)(n)^T, per group",
+             w_lhs.format(crop="crop"),
+             f"(Reshape wshape (Reduce.Sum [0] 0 (MatMul (Reshape dymat dy) "
+             f"(Transpose [0,1,3,2] ({n['im2col']} k s p d g x)))))", group="backward"),
+        rule(f"{pre}-bwd-weight-im2col-t", "d conv / dw = (sum_n im2col(x)(n) dy_flat(n)^T)^T, per group",
+             w_lhs.format(crop="crop"),
+             f"(Reshape wshape (Transpose [0,2,1] (Reduce.Sum [0] 0 (MatMul ({n['im2col']} k s p d g x) "
+             f"(Transpose [0,1,3,2] (Reshape dymat dy))))))", group="backward"),
+    )
+
+
+RULES: tuple[Rule, ...] = _rules(2)
+# the 3-D convolution's rules (format version 3), registered after those of version 2
+RULES3: tuple[Rule, ...] = _rules(3)

@@ -64,6 +64,8 @@ from .kernels_distance import vector_norm
 from .kernels_gating import glu_backward
 from .kernels_misc import index_reduce
 from .kernels_trilinear import trilinear
+from .kernels_conv import (conv3d, conv3d_backward_input, conv3d_backward_weight, conv3d_columns, conv3d_dilate_pad,
+                           conv3d_flip_weight, conv3d_merge_groups, conv3d_weight_matrix, conv_transpose3d, im2col3d)
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -108,6 +110,8 @@ __all__ += ["vector_norm"]
 __all__ += ["glu_backward"]
 __all__ += ["index_reduce"]
 __all__ += ["trilinear"]
+__all__ += ["conv3d", "conv3d_backward_input", "conv3d_backward_weight", "conv3d_columns", "conv3d_dilate_pad",
+            "conv3d_flip_weight", "conv3d_merge_groups", "conv3d_weight_matrix", "conv_transpose3d", "im2col3d"]
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -254,4 +258,5 @@ KERNELS: dict[str, Callable[..., Any]] = {d.name: globals()[d.torch] for d in OP
 # result where the FX graph promised a tensor of its own: contract.py); every other op's function
 # returns a tensor of its own. tests/test_opdefs.py checks each op's sample against this.
 VIEWS: frozenset[str] = frozenset(("Cast", "Expand", "Reshape", "Transpose", "Reduce", "Slice",
-                                   "Conv2dWeightMatrix", "Conv2dMergeGroups"))
+                                   "Conv2dWeightMatrix", "Conv2dMergeGroups", "Conv3dWeightMatrix",
+                                   "Conv3dMergeGroups", "Im2Col3d", "Conv3dColumns"))

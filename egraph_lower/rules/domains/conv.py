@@ -6,6 +6,12 @@ convolution as height 1, each only for the rules whose lhs matches it. Transpose
 checked on the same cases, their x of the shape of the convolution's dy and their output of x's
 (output padding: the rows the stride skips). Values of mixed magnitudes
 (1e-3 to 1e2, both signs) with exact zeros: a channel of x and a sample of dy all 0.
+
+The 3-D rules are checked on `CONV3D_CASES`, tiny volumes (at most 5 along an axis) with the same
+awkward points, one case for each set of axes along which the weight gradient as a convolution comes
+out longer than the kernel (so that every `conv3d-bwd-weight-conv-crop-*` rule has a case): strides
+larger than the kernel (input positions no tap reads, output padding for the transposed
+convolution), windows at the padded edge and wholly in the padding, dilation, groups and depthwise.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import numpy as np
 from ...egraph import language
 from ...evaluate import apply
 from ...opdefs.base import WHOLE
+from ...opdefs.conv import NDIM, names
 from ..dsl import App, Rule, Var
 from .base import round_to
 
@@ -26,6 +33,18 @@ CONV_CASES: tuple[tuple[tuple[int, ...], tuple[int, ...], list[int], list[int], 
     ((2, 4, 8, 8), (4, 1, 3, 3), [2, 2], [1, 1], [1, 1], 4),  # depthwise, stride 2 on even sizes
     ((2, 6, 1, 11), (3, 2, 1, 3), [1, 2], [0, 2], [1, 2], 3),  # 1-D as height 1: a stride along W only
     ((1, 2, 9, 7), (2, 2, 2, 2), [3, 3], [3, 0], [2, 1], 1),  # padding past the kernel's reach
+)
+
+# the same for 3-D convolutions; the comment names the crop axes (D 2, H 3, W 4) of each
+CONV3D_CASES: tuple[tuple[tuple[int, ...], tuple[int, ...], list[int], list[int], list[int], int], ...] = (
+    ((1, 2, 4, 3, 4), (2, 2, 2, 2, 2), [1, 1, 1], [0, 1, 2], [1, 1, 1], 1),  # []: W windows wholly in the padding
+    ((1, 4, 5, 4, 3), (4, 2, 1, 2, 2), [3, 1, 1], [0, 1, 0], [1, 1, 1], 2),  # [2]: grouped, stride 3 > kernel 1
+    ((2, 2, 3, 5, 3), (3, 2, 2, 2, 1), [1, 2, 1], [1, 1, 0], [2, 1, 1], 1),  # [3]: dilated D, edge windows
+    ((1, 3, 3, 3, 5), (3, 1, 2, 2, 1), [1, 1, 3], [0, 1, 0], [1, 1, 1], 3),  # [4]: depthwise
+    ((1, 2, 5, 5, 3), (2, 2, 2, 2, 2), [2, 2, 1], [1, 1, 1], [1, 1, 1], 1),  # [2,3]
+    ((1, 2, 5, 3, 5), (2, 1, 1, 3, 1), [3, 1, 3], [0, 1, 0], [1, 1, 1], 2),  # [2,4]: grouped
+    ((1, 2, 3, 5, 5), (2, 2, 2, 2, 1), [1, 2, 3], [0, 1, 0], [2, 1, 1], 1),  # [3,4]
+    ((1, 2, 5, 5, 5), (2, 2, 1, 2, 1), [3, 2, 3], [0, 1, 0], [1, 1, 1], 1),  # [2,3,4]
 )
 
 
@@ -56,21 +75,22 @@ def conv_domain(rule: Rule, dtype: str) -> list[dict[str, object]]:
 
     lhs = rule.lhs
     assert isinstance(lhs, App)
+    nd = NDIM[language.CTORS[lhs.ctor].op]
     envs = []
-    for xs, ws, s, p, d, g in CONV_CASES:
+    for xs, ws, s, p, d, g in CONV_CASES if nd == 2 else CONV3D_CASES:
         attrs: dict[str, object] = {"stride": s, "padding": p, "dilation": d, "groups": g, "input_shape": list(xs),
                                     "output_shape": list(xs), "weight_shape": list(ws)}
         x, w = values(xs), values(ws)
-        dy = values(apply("Conv2d", attrs, [x, w], "f64").shape)
+        dy = values(apply(names(nd)["conv"], attrs, [x, w], "f64").shape)
         x[:, 1] = 0.0
         dy[-1] = 0.0
         arrays = {"x": x, "w": w, "dy": dy}
-        if language.CTORS[lhs.ctor].op == "ConvTranspose2d":  # its x has the shape of a convolution's dy
+        if language.CTORS[lhs.ctor].op == names(nd)["transpose"]:  # its x has the shape of a convolution's dy
             arrays = {"x": dy, "w": w}
         first = arrays[lhs.args[0].name if isinstance(lhs.args[0], Var) else "x"].shape
         env = _conv_fields(rule, attrs, first)
         if env is not None:
             envs.append({**env, **{k: round_to(v, dtype) for k, v in arrays.items()}})
     if not envs:
-        raise ValueError(f"rule {rule.name}: no convolution of CONV_CASES matches its left-hand side")
+        raise ValueError(f"rule {rule.name}: no convolution of CONV_CASES (CONV3D_CASES) matches its left-hand side")
     return envs
