@@ -242,6 +242,9 @@ ALL_OPS = doc(
     node(1907, "ArgMedian", [0], [2, 1], "i64", {"axis": 1, "keep_dim": True, "ignore_nan": False}),
     node(1908, "Mode", [0], [1, 3], F, {"axis": 0, "keep_dim": True}),
     node(1909, "ArgMode", [0], [2], "i64", {"axis": -1, "keep_dim": False}),
+    # views written back and shape ops (version 3, views-a: ids 2000-2019)
+    node(2000, "Slice", [0], [2, 2], F, {"axis": 1, "start": 0, "end": 3, "step": 2}),
+    node(2001, "SliceScatter", [0, 2000], [2, 3], F, {"axis": -1, "start": 0, "end": 3, "step": 2}),
     # a backend file's fused kernel (version 3, kernels: ids 1350-1359)
     node(1350, "Kernel", [0, 1, 5], [2, 3], F, {"name": "ln_like", "inputs": ["x", "w", "dy"], "output": 1,
                                              "pattern": "(* (- x (Reduce.Mean axes 1 x)) (+ w dy))",
@@ -260,7 +263,8 @@ ALL_OPS = doc(
              1527, 1528, 1529, 1530, 1533, 1534, 1535, 1536,
              1401,
              1900, 1901, 1902, 1903, 1904, 1905, 1906, 1907, 1908, 1909,
-             1350],
+             1350,
+             2001],
     name="all ops",
 )
 
