@@ -249,6 +249,16 @@ ALL_OPS = doc(
     node(1350, "Kernel", [0, 1, 5], [2, 3], F, {"name": "ln_like", "inputs": ["x", "w", "dy"], "output": 1,
                                              "pattern": "(* (- x (Reduce.Mean axes 1 x)) (+ w dy))",
                                              "params": {"axes": "[1]"}}),
+    # norms and distances (version 3, core19: ids 2190-2199)
+    node(2190, "VectorNorm", [0], [2], F, {"ord": 2, "axes": [-1], "keep_dim": False}),
+    node(2191, "VectorNorm", [0], [1, 1], F, {"ord": "inf", "axes": [0, 1], "keep_dim": True}),
+    node(2192, "VectorNorm", [0], [3], F, {"ord": -1.5, "axes": [0]}),
+    # activations with a tensor operand (version 3, ops20: ids 2020-2039)
+    inp(2020, [2, 4, 3], name="glux"),
+    inp(2021, [2, 2, 3], name="gludy"),
+    node(2022, "GluBackward", [2020, 2021], [2, 4, 3], F, {"axis": 1}),
+    # index_reduce, addmv, addbmm, dist, ldexp (version 3, misc19: ids 1950-1969)
+    node(1950, "IndexReduce", [0, 30, 401], [2, 3], F, {"axis": 1, "reduce": "amin", "include_self": False}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -264,6 +274,9 @@ ALL_OPS = doc(
              1401,
              1900, 1901, 1902, 1903, 1904, 1905, 1906, 1907, 1908, 1909,
              1350,
+             2190, 2191, 2192,
+             2022,
+             1950,
              2001],
     name="all ops",
 )

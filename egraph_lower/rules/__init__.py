@@ -23,6 +23,9 @@ from . import unpool
 from . import padding
 from . import sort
 from . import order_stats
+from . import distance
+from . import gating
+from . import index_reduce
 from . import views
 from .dsl import Rule
 
@@ -39,6 +42,9 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + padding.RULES
                                + sort.RULES
                                + order_stats.RULES
+                               + distance.RULES
+                               + gating.RULES
+                               + index_reduce.RULES
                                + views.RULES)
 
 

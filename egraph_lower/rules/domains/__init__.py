@@ -33,6 +33,9 @@ from .resample import RESAMPLE_SCALES, resample_domain, unfold_domain
 from .pool import unpool_domain
 from .padding import padding_domain
 from .sort import sort_domain
+from .distance import distance_domain
+from .gating import GATING_SCALES, gating_domain
+from .index_reduce import index_reduce_domain
 from .views import views_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
@@ -67,6 +70,9 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "unpool": unpool_domain,
     "padding": padding_domain,
     "sort": sort_domain,
+    "distance": distance_domain,
+    "gating": gating_domain,
+    "index_reduce": index_reduce_domain,
     "views": views_domain,
 }
 
@@ -74,6 +80,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
 # unbounded (the result is summed or cancelled from larger terms).
 SCALES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {**NORM_SCALES, **ATTENTION_SCALES,
                                                                    **RESAMPLE_SCALES}
+SCALES.update(GATING_SCALES)
 
 
 def domain(rule: Rule, dtype: str) -> Env | list[Env]:
