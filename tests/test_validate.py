@@ -259,6 +259,12 @@ ALL_OPS = doc(
     node(2022, "GluBackward", [2020, 2021], [2, 4, 3], F, {"axis": 1}),
     # index_reduce, addmv, addbmm, dist, ldexp (version 3, misc19: ids 1950-1969)
     node(1950, "IndexReduce", [0, 30, 401], [2, 3], F, {"axis": 1, "reduce": "amin", "include_self": False}),
+    # Trilinear: bilinear's form (version 3, lead: ids 2200-2209)
+    inp(2200, [2, 3], name="tri1"),
+    inp(2201, [4, 3, 5], name="triw"),
+    inp(2202, [2, 5], name="tri2"),
+    node(2203, "Trilinear", [2200, 2201, 2202], [2, 4], F,
+         {"expand1": [1, 3], "expand2": [0], "expand3": [1, 2], "sumdim": [2, 3]}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -277,6 +283,7 @@ ALL_OPS = doc(
              2190, 2191, 2192,
              2022,
              1950,
+             2203,
              2001],
     name="all ops",
 )

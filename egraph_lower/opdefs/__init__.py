@@ -31,6 +31,7 @@ from . import kernel
 from . import distance
 from . import gating
 from . import index_reduce
+from . import trilinear
 from . import views
 from .base import Ctor, Head, OpDef
 
@@ -72,6 +73,7 @@ FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, r
             distance.OPS,
             gating.OPS,
             index_reduce.OPS,
+            trilinear.OPS,
             views.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}

@@ -67,7 +67,11 @@ def _op_index_reduce(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] 
 
 def _as_expanded(f: Field) -> Field:
     """A ScatterReduce field computed for the expanded index: the shapes it reads are (x, src, src)."""
-    return replace(f, encode=lambda v, s, fn=f.encode: fn(v, (s[0], s[2], s[2])))
+    encode = f.encode
+
+    def on_expanded(v: Any, s: Any) -> Any:
+        return encode(v, (s[0], s[2], s[2]))
+    return replace(f, encode=on_expanded)
 
 
 def _fields() -> tuple[Field, ...]:

@@ -26,6 +26,7 @@ from . import order_stats
 from . import distance
 from . import gating
 from . import index_reduce
+from . import trilinear
 from . import views
 from .dsl import Rule
 
@@ -45,6 +46,7 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + distance.RULES
                                + gating.RULES
                                + index_reduce.RULES
+                               + trilinear.RULES
                                + views.RULES)
 
 

@@ -63,6 +63,7 @@ from .kernels_kernel import run_kernel
 from .kernels_distance import vector_norm
 from .kernels_gating import glu_backward
 from .kernels_misc import index_reduce
+from .kernels_trilinear import trilinear
 from .kernels_views import slice_scatter
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
@@ -107,6 +108,7 @@ __all__ += ["kernel"]
 __all__ += ["vector_norm"]
 __all__ += ["glu_backward"]
 __all__ += ["index_reduce"]
+__all__ += ["trilinear"]
 __all__ += ["slice_scatter"]
 
 

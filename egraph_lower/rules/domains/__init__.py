@@ -36,6 +36,7 @@ from .sort import sort_domain
 from .distance import distance_domain
 from .gating import GATING_SCALES, gating_domain
 from .index_reduce import index_reduce_domain
+from .trilinear import TRILINEAR_SCALES, trilinear_domain
 from .views import views_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
@@ -73,6 +74,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "distance": distance_domain,
     "gating": gating_domain,
     "index_reduce": index_reduce_domain,
+    "trilinear": trilinear_domain,
     "views": views_domain,
 }
 
@@ -81,6 +83,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
 SCALES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {**NORM_SCALES, **ATTENTION_SCALES,
                                                                    **RESAMPLE_SCALES}
 SCALES.update(GATING_SCALES)
+SCALES.update(TRILINEAR_SCALES)
 
 
 def domain(rule: Rule, dtype: str) -> Env | list[Env]:
