@@ -64,3 +64,5 @@ from opinfo_ops20 import ENTRIES as _ops20  # noqa: E402
 OPINFO_BACKWARD.update(_ops20)
 from opinfo_trilinear import ENTRIES as _trilinear  # noqa: E402
 OPINFO_BACKWARD.update(_trilinear)
+from opinfo_views import ENTRIES as _views  # noqa: E402
+OPINFO_BACKWARD.update(_views)

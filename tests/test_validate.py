@@ -243,6 +243,9 @@ ALL_OPS = doc(
     node(1907, "ArgMedian", [0], [2, 1], "i64", {"axis": 1, "keep_dim": True, "ignore_nan": False}),
     node(1908, "Mode", [0], [1, 3], F, {"axis": 0, "keep_dim": True}),
     node(1909, "ArgMode", [0], [2], "i64", {"axis": -1, "keep_dim": False}),
+    # views written back and shape ops (version 3, views-a: ids 2040-2059)
+    node(2040, "Slice", [0], [2, 2], F, {"axis": 1, "start": 0, "end": 3, "step": 2}),
+    node(2041, "SliceScatter", [0, 2040], [2, 3], F, {"axis": -1, "start": 0, "end": 3, "step": 2}),
     # a backend file's fused kernel (version 3, kernels: ids 1350-1359)
     node(1350, "Kernel", [0, 1, 5], [2, 3], F, {"name": "ln_like", "inputs": ["x", "w", "dy"], "output": 1,
                                              "pattern": "(* (- x (Reduce.Mean axes 1 x)) (+ w dy))",
@@ -297,7 +300,8 @@ ALL_OPS = doc(
              2022,
              1950,
              2203,
-             2003, 2004, 2005, 2006, 2007, 2008, 2009, 2011, 2012],
+             2003, 2004, 2005, 2006, 2007, 2008, 2009, 2011, 2012,
+             2041],
     name="all ops",
 )
 

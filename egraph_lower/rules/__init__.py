@@ -27,6 +27,7 @@ from . import distance
 from . import gating
 from . import index_reduce
 from . import trilinear
+from . import views
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -46,7 +47,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + gating.RULES
                                + index_reduce.RULES
                                + trilinear.RULES
-                               + conv.RULES3)
+                               + conv.RULES3
+                               + views.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

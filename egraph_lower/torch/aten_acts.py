@@ -27,8 +27,8 @@ Decisions (checked against torch's kernels in float64: tests/test_torch_acts.py)
   `select_backward` Reshape (the axis put back) + SliceBackward: the format has no
   Select op (see docs/format.md). `cat` is a left fold of binary Concats (legacy 1-d
   empty tensors skipped, as torch skips them); `split`/`split_with_sizes` are Slices.
-  `slice_scatter` of step 1 (aten's circular padding writes its bands with it) is the positions
-  before the slice, src and the positions after it, Concats of Slices; a larger step is refused.
+  `slice_scatter` is not mapped here: it is the format's SliceScatter (aten_views.py), whose
+  expansions (Concats of Slices for step 1, a masked spread for any step) are rules.
 """
 
 from __future__ import annotations
@@ -148,29 +148,6 @@ def _index(ctx: Context, index: int, size: int) -> int:
     if not -size <= index < size:
         raise ctx.refuse(f"index {index} is out of range for size {size}")
     return index % size
-
-
-@handles("slice_scatter.default")
-def _slice_scatter(ctx: Context, a: dict[str, Any]) -> int:
-    """self with the slice [start:end] of `dim` replaced by src: the positions before it, src and the
-    positions after it, concatenated (what aten's circular padding writes its bands with)."""
-    shape, dt = ctx.out()
-    x, src = (ctx.cast(ctx.t(a[k]), dt) for k in ("self", "src"))
-    axis = int(a.get("dim", 0)) % len(shape)
-    step = int(a.get("step", 1))
-    if step != 1:
-        raise ctx.refuse(f"slice_scatter with step {step} (only step 1 is a concatenation of slices)")
-    span = range(*slice(_bound(a.get("start"), 0), _bound(a.get("end"), sys.maxsize)).indices(shape[axis]))
-    if len(span) == 0:
-        return x
-    parts = [_slice(ctx, x, axis, 0, span.start, 1)] if span.start > 0 else []
-    parts.append(src)
-    if span.stop < shape[axis]:
-        parts.append(_slice(ctx, x, axis, span.stop, shape[axis], 1))
-    out = parts[0]
-    for p in parts[1:]:
-        out = ctx.add("Concat", (out, p), {"axis": axis})
-    return out
 
 
 @handles("select.int")

@@ -13,7 +13,8 @@ in tests/test_pad.py).
 
 Circular padding reaches the importer as what aten's `_pad_circular` (a composite op) decomposes
 into: an empty tensor written by slices (`slice_scatter` of `copy`s), and in the backward
-`slice_backward`s and adds; `slice_scatter` is mapped with slicing (aten_acts.py).
+`slice_backward`s and adds; each `slice_scatter` is a SliceScatter node (aten_views.py), which the
+rules expand into Concats of Slices where a backend has no kernel for it.
 """
 
 from __future__ import annotations

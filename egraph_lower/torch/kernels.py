@@ -66,6 +66,7 @@ from .kernels_misc import index_reduce
 from .kernels_trilinear import trilinear
 from .kernels_conv import (conv3d, conv3d_backward_input, conv3d_backward_weight, conv3d_columns, conv3d_dilate_pad,
                            conv3d_flip_weight, conv3d_merge_groups, conv3d_weight_matrix, conv_transpose3d, im2col3d)
+from .kernels_views import slice_scatter
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -112,6 +113,7 @@ __all__ += ["index_reduce"]
 __all__ += ["trilinear"]
 __all__ += ["conv3d", "conv3d_backward_input", "conv3d_backward_weight", "conv3d_columns", "conv3d_dilate_pad",
             "conv3d_flip_weight", "conv3d_merge_groups", "conv3d_weight_matrix", "conv_transpose3d", "im2col3d"]
+__all__ += ["slice_scatter"]
 
 
 def _dtype(name: str) -> torch.dtype:

@@ -17,6 +17,7 @@ from . import aten_distance
 from . import aten_gating
 from . import aten_misc
 from . import aten_trilinear
+from . import aten_views
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
@@ -31,4 +32,5 @@ FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_n
             aten_distance,
             aten_gating,
             aten_misc,
-            aten_trilinear)  # registered by importing them
+            aten_trilinear,
+            aten_views)  # registered by importing them

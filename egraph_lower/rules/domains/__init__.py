@@ -37,6 +37,7 @@ from .distance import distance_domain
 from .gating import GATING_SCALES, gating_domain
 from .index_reduce import index_reduce_domain
 from .trilinear import TRILINEAR_SCALES, trilinear_domain
+from .views import views_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
            "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
@@ -74,6 +75,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "gating": gating_domain,
     "index_reduce": index_reduce_domain,
     "trilinear": trilinear_domain,
+    "views": views_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
