@@ -246,6 +246,13 @@ ALL_OPS = doc(
     node(1350, "Kernel", [0, 1, 5], [2, 3], F, {"name": "ln_like", "inputs": ["x", "w", "dy"], "output": 1,
                                              "pattern": "(* (- x (Reduce.Mean axes 1 x)) (+ w dy))",
                                              "params": {"axes": "[1]"}}),
+    # strided views and masked scatter (version 3, ids 2150-2159)
+    node(2150, "AsStrided", [0], [2, 2], F, {"size": [2, 2], "stride": [1, 2], "offset": 1}),
+    node(2151, "AsStridedScatter", [0, 2150], [2, 3], F, {"size": [2, 2], "stride": [1, 3], "offset": 1}),
+    node(2152, "MaskedScatter", [0, 10, 5], [2, 3], F),
+    node(2153, "MaskedScatterBackward", [5, 10], [6], F, {"shape": [6]}),
+    node(2154, "StridedIndex", [0], [2, 2], "i64", {"size": [2, 2], "stride": [0, 2], "offset": 1}),
+    node(2155, "StridedScatterIndex", [0], [6], "i64", {"size": [2, 2], "stride": [1, 3], "offset": 1, "length": 6}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -260,7 +267,8 @@ ALL_OPS = doc(
              1527, 1528, 1529, 1530, 1533, 1534, 1535, 1536,
              1401,
              1900, 1901, 1902, 1903, 1904, 1905, 1906, 1907, 1908, 1909,
-             1350],
+             1350,
+             2151, 2152, 2153, 2154, 2155],
     name="all ops",
 )
 

@@ -28,6 +28,7 @@ from . import padding
 from . import sort
 from . import order_stats
 from . import kernel
+from . import strided
 from .base import Ctor, Head, OpDef
 
 
@@ -64,7 +65,8 @@ FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, r
             padding.OPS,
             sort.OPS,
             order_stats.OPS,
-            kernel.OPS)
+            kernel.OPS,
+            strided.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

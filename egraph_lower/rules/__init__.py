@@ -23,6 +23,7 @@ from . import unpool
 from . import padding
 from . import sort
 from . import order_stats
+from . import strided
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -37,7 +38,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + unpool.RULES
                                + padding.RULES
                                + sort.RULES
-                               + order_stats.RULES)
+                               + order_stats.RULES
+                               + strided.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

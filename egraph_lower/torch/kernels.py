@@ -60,6 +60,8 @@ from .kernels_pad import mode_pad, mode_pad_backward
 from .kernels_sort import (arg_kth_value, arg_median, arg_mode, arg_sort, arg_top_k, kth_value, median, mode, sort,
                            top_k)
 from .kernels_kernel import run_kernel
+from .kernels_strided import (as_strided, as_strided_scatter, masked_scatter, masked_scatter_backward,
+                              strided_index, strided_scatter_index)
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -100,6 +102,8 @@ __all__ += ["mode_pad", "mode_pad_backward"]
 __all__ += ["sort", "arg_sort", "top_k", "arg_top_k"]
 __all__ += ["kth_value", "arg_kth_value", "median", "arg_median", "mode", "arg_mode"]
 __all__ += ["kernel"]
+__all__ += ["as_strided", "as_strided_scatter", "masked_scatter", "masked_scatter_backward", "strided_index",
+            "strided_scatter_index"]
 
 
 def _dtype(name: str) -> torch.dtype:

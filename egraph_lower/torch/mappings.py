@@ -13,6 +13,7 @@ from . import aten_reduce
 from . import aten_resample
 from . import aten_pad
 from . import aten_sort
+from . import aten_strided
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
@@ -23,4 +24,5 @@ FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_n
             aten_reduce,
             aten_resample,
             aten_pad,
-            aten_sort)  # registered by importing them
+            aten_sort,
+            aten_strided)  # registered by importing them

@@ -33,6 +33,7 @@ from .resample import RESAMPLE_SCALES, resample_domain, unfold_domain
 from .pool import unpool_domain
 from .padding import padding_domain
 from .sort import sort_domain
+from .strided import strided_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
            "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
@@ -66,6 +67,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "unpool": unpool_domain,
     "padding": padding_domain,
     "sort": sort_domain,
+    "strided": strided_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
