@@ -177,11 +177,26 @@ def test_as_strided_of_a_mutated_input_with_gaps(target: str) -> None:
     assert "aten.as_strided.default" in be.unlowered_ops, be.summary()
 
 
+def _gapped_step(x1: Any, p3: Any) -> Any:
+    x1[0] = x1[1].cumsum(0) + 1.0  # a Scan: wgpu expands it, so the piece runs lowered
+    h1 = x1.as_strided((1, 2), (1, 1))
+    return (torch.relu(h1) * p3).sum()
+
+
+def _gapped_args() -> tuple[Any, Any]:
+    base = torch.tensor([3.0, 0.7, 0.5, -1.0, 2.0]).reshape(5, 1, 1, 1)  # base[1] > 0: relu keeps it
+    return base[::2], torch.tensor([[0.5, -2.0]], requires_grad=True)
+
+
 def test_as_strided_of_a_mutated_input_with_gaps_when_select_scatter_lowers(monkeypatch: Any) -> None:
-    """The same step with aten.select_scatter mapped (as a Where of an Iota): the lowered piece computes the
-    mutated x1, whose meta has x1's strides (2, 1, 1, 1), and PyTorch's as_strided reads its gap. A fresh
-    tensor of those strides holds nothing there; the piece must hand PyTorch the value its own
-    select_scatter computes (`partition._needs_base`), base[2] in the gap as in eager."""
+    """x1 = base[::2] (strides (2, 1, 1, 1), offset 0, its storage exactly the extent its strides span),
+    x1[0] written, then x1.as_strided((1, 2), (1, 1)) reads storage positions 0 and 1: x1[0] and base[1],
+    the gap. With aten.select_scatter mapped (as a Where of an Iota) the lowered piece computes the mutated
+    x1 (select_scatter, meta strides (2, 1, 1, 1), offset 0) and, were it returned, a fresh tensor of that
+    layout would hold nothing in the gap: without `partition._needs_base`'s check of values with gaps read
+    by PyTorch's as_strided, p3's gradient came out [1.5, 4.6e-41] (uninitialised memory) instead of
+    [1.5, 0.7]. Now select_scatter is recomputed in PyTorch from x1 after the piece, and its gap holds
+    base[1] as in eager. The piece must run lowered (or the test would not test the piece's result)."""
     from egraph_lower.torch.mappings import HANDLERS
 
     def select_scatter(ctx: Any, a: dict[str, Any]) -> int:
@@ -195,8 +210,9 @@ def test_as_strided_of_a_mutated_input_with_gaps_when_select_scatter_lowers(monk
         return ctx.add("Where", (hit, src, x))
 
     monkeypatch.setitem(HANDLERS, "aten.select_scatter.default", select_scatter)
-    be = _compare(_fuzz_step, _fuzz_args, "wgpu")
+    be = _compare(_gapped_step, _gapped_args, "wgpu")
     assert "aten.select_scatter.default" not in be.unlowered_ops, be.summary()
+    assert be.graphs[0].kind == "forward" and be.graphs[0].replaced >= 1, be.summary()
 
 
 @pytest.mark.parametrize("target", ["wgpu", "metal"])
