@@ -58,3 +58,9 @@ from opinfo_pad import ENTRIES as _pad  # noqa: E402
 OPINFO_BACKWARD.update(_pad)
 from opinfo_sort import ENTRIES as _sort  # noqa: E402
 OPINFO_BACKWARD.update(_sort)
+from opinfo_core19 import ENTRIES as _core19  # noqa: E402
+OPINFO_BACKWARD.update(_core19)
+from opinfo_ops20 import ENTRIES as _ops20  # noqa: E402
+OPINFO_BACKWARD.update(_ops20)
+from opinfo_trilinear import ENTRIES as _trilinear  # noqa: E402
+OPINFO_BACKWARD.update(_trilinear)

@@ -193,3 +193,37 @@ def test_scale_grad_by_freq_is_refused_with_its_reason() -> None:
     compiled = torch.compile(model, backend=be, dynamic=False)
     with pytest.raises(Exception, match="scale_grad_by_freq"):
         compiled(torch.tensor([1, 1, 2])).sum().backward()
+
+
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+@pytest.mark.parametrize("target", [3, -100])
+def test_one_sample_nll_is_a_batch_of_one(reduction: int, target: int) -> None:
+    """aten's nll_loss takes logits [C] with a 0-d target (one sample, as linear_cross_entropy hands it):
+    imported as [1, C] and [1] onto the same format ops, every result reshaped back to aten's shape."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def f(logp, t, w, dy):
+        loss, total = A.nll_loss_forward(logp, t, w, reduction, -100)
+        return loss, total, A.nll_loss_backward(dy, logp, t, w, reduction, -100, total)
+
+    example = (torch.log_softmax(torch.randn(5, dtype=torch.float64), 0), torch.tensor(target), torch.rand(5,
+               dtype=torch.float64), torch.tensor(0.7, dtype=torch.float64))
+    gm = make_fx(f)(*example)
+    imported = elt.import_graph(gm, example)
+    assert {"NllLoss", "NllLossBackward"} <= set(imported.graph.op_counts())
+    for got, want in zip(elt.export_graph(imported.graph, imported.signature)(*example), gm(*example)):
+        assert got.shape == want.shape
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("backend", ["metal", "wgpu"])
+def test_one_sample_cross_entropy_step_compiles_whole(backend: str) -> None:
+    be = elt.backend(backend, strict=True)
+    model = nn.Linear(4, 3)
+    x, t = torch.randn(4), torch.tensor(2)
+    want = torch.autograd.grad(F.cross_entropy(model(x), t), list(model.parameters()))
+    loss = torch.compile(lambda x, t: F.cross_entropy(model(x), t), backend=be, dynamic=False)(x, t)
+    got = torch.autograd.grad(loss, list(model.parameters()))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    assert be.unlowered_ops == {}

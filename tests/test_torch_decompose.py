@@ -36,7 +36,7 @@ def test_a_forward_op_outside_core_aten_is_decomposed_while_it_is_unmapped(op: A
     (aten.silu.default, "mapped"),                          # mapped (and in PyTorch's table)
     (aten.var.dim, "Core ATen"),                            # core, in PyTorch's table, not mapped
     (aten.col2im.default, "Core ATen"),
-    (aten.glu_backward.default, "backward"),                # a backward op with no format op yet
+    (aten.glu_backward.default, "backward"),                # a backward op (GluBackward), never decomposed
     (aten.native_group_norm_backward.default, "backward"),
     (aten.threshold_backward.default, "backward"),
     (aten.bernoulli.default, "random"),                     # its decomposition draws other numbers

@@ -141,3 +141,40 @@ def test_training_step_matches_eager(target: str, make_step: Callable[[nn.Module
         assert all(backend.runs_node(n) for n in graph.nodes), graph.name
         left = {n.op for n in graph.nodes} & SOFTMAX_OPS
         assert left <= {op for op in SOFTMAX_OPS if backend.runs(op)}, left
+
+
+@pytest.mark.parametrize("dim", [0, -1])
+def test_zero_d_softmax_is_taken_along_one_position(dim: int) -> None:
+    """aten takes a 0-d tensor's softmax along dim 0 or -1 (1, or nan where x is not finite; its log 0);
+    the format's axis needs rank 1, so the importer reshapes to [1] and back, forward and backward."""
+    x = torch.tensor([0.3, float("nan"), float("inf"), -float("inf")], dtype=torch.float64)
+    g = torch.tensor(2.5, dtype=torch.float64)
+
+    def f(x: Any, g: Any) -> Any:
+        y, ly = A._softmax(x, dim, False), A._log_softmax(x, dim, False)
+        return (y, ly, A._softmax_backward_data(g, y, dim, torch.float64),
+                A._log_softmax_backward_data(g, ly, dim, torch.float64))
+
+    for v in x:
+        gm = make_fx(f, tracing_mode="fake")(v, g)
+        imported = elt.import_graph(gm)
+        assert {n.op for n in imported.graph.nodes} >= SOFTMAX_OPS - {"MseLoss", "MseLossBackward"}
+        for want, got in zip(gm(v, g), elt.export_graph(imported.graph, imported.signature)(v, g)):
+            assert got.shape == ()
+            torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+def test_zero_d_softmax_compiles_with_eager_gradient(target: str) -> None:
+    w = torch.tensor(0.7, requires_grad=True)
+    be = elt.backend(target, strict=True)
+
+    def f(w: Any) -> Any:
+        return (torch.softmax(w * 3.0, dim=0) * 2.0 + torch.log_softmax(w, dim=-1)).sum()
+
+    out = torch.compile(f, backend=be, dynamic=False)(w)
+    out.backward()
+    got, w.grad = w.grad, None
+    f(w).backward()
+    torch.testing.assert_close(got, w.grad)
+    assert be.unlowered_ops == {}

@@ -246,6 +246,22 @@ ALL_OPS = doc(
     node(1350, "Kernel", [0, 1, 5], [2, 3], F, {"name": "ln_like", "inputs": ["x", "w", "dy"], "output": 1,
                                              "pattern": "(* (- x (Reduce.Mean axes 1 x)) (+ w dy))",
                                              "params": {"axes": "[1]"}}),
+    # norms and distances (version 3, core19: ids 2190-2199)
+    node(2190, "VectorNorm", [0], [2], F, {"ord": 2, "axes": [-1], "keep_dim": False}),
+    node(2191, "VectorNorm", [0], [1, 1], F, {"ord": "inf", "axes": [0, 1], "keep_dim": True}),
+    node(2192, "VectorNorm", [0], [3], F, {"ord": -1.5, "axes": [0]}),
+    # activations with a tensor operand (version 3, ops20: ids 2020-2039)
+    inp(2020, [2, 4, 3], name="glux"),
+    inp(2021, [2, 2, 3], name="gludy"),
+    node(2022, "GluBackward", [2020, 2021], [2, 4, 3], F, {"axis": 1}),
+    # index_reduce, addmv, addbmm, dist, ldexp (version 3, misc19: ids 1950-1969)
+    node(1950, "IndexReduce", [0, 30, 401], [2, 3], F, {"axis": 1, "reduce": "amin", "include_self": False}),
+    # Trilinear: bilinear's form (version 3, lead: ids 2200-2209)
+    inp(2200, [2, 3], name="tri1"),
+    inp(2201, [4, 3, 5], name="triw"),
+    inp(2202, [2, 5], name="tri2"),
+    node(2203, "Trilinear", [2200, 2201, 2202], [2, 4], F,
+         {"expand1": [1, 3], "expand2": [0], "expand3": [1, 2], "sumdim": [2, 3]}),
     # strided views and masked scatter (version 3, ids 2150-2159)
     node(2150, "AsStrided", [0], [2, 2], F, {"size": [2, 2], "stride": [1, 2], "offset": 1}),
     node(2151, "AsStridedScatter", [0, 2150], [2, 3], F, {"size": [2, 2], "stride": [1, 3], "offset": 1}),
@@ -268,6 +284,10 @@ ALL_OPS = doc(
              1401,
              1900, 1901, 1902, 1903, 1904, 1905, 1906, 1907, 1908, 1909,
              1350,
+             2190, 2191, 2192,
+             2022,
+             1950,
+             2203,
              2151, 2152, 2153, 2154, 2155],
     name="all ops",
 )

@@ -28,6 +28,10 @@ from . import padding
 from . import sort
 from . import order_stats
 from . import kernel
+from . import distance
+from . import gating
+from . import index_reduce
+from . import trilinear
 from . import strided
 from .base import Ctor, Head, OpDef
 
@@ -66,6 +70,10 @@ FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, r
             sort.OPS,
             order_stats.OPS,
             kernel.OPS,
+            distance.OPS,
+            gating.OPS,
+            index_reduce.OPS,
+            trilinear.OPS,
             strided.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}

@@ -23,6 +23,10 @@ from . import unpool
 from . import padding
 from . import sort
 from . import order_stats
+from . import distance
+from . import gating
+from . import index_reduce
+from . import trilinear
 from . import strided
 from .dsl import Rule
 
@@ -39,6 +43,10 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + padding.RULES
                                + sort.RULES
                                + order_stats.RULES
+                               + distance.RULES
+                               + gating.RULES
+                               + index_reduce.RULES
+                               + trilinear.RULES
                                + strided.RULES)
 
 

@@ -11,7 +11,9 @@ Decisions (checked against torch 2.13's CPU kernels; see docs/format.md):
 - `native_dropout_backward(g, mask, scale)` is `DropoutBackward{scale}(g, mask)`.
 - `nll_loss_forward` / `nll_loss2d_forward` (and a rank-3 or higher input): `NllLoss` and
   `NllLossTotalWeight`; weight None is a Constant of ones; for reduction none aten's
-  total_weight is 0, and so is ours (a Constant). A rank-1 input (one sample) is refused.
+  total_weight is 0, and so is ours (a Constant). A rank-1 input (one sample: logits [C], a 0-d
+  target) is taken as a batch of one ([1, C], [1]) and its results reshaped back; its total_weight
+  is the target's weight (0 if ignored) under every reduction, none included, as aten's.
 - `embedding(weight, indices)`: `Embedding` (padding_idx only matters to the backward).
   `embedding_dense_backward` with scale_grad_by_freq=True is refused.
 - Indices and targets are cast to i64 (the format's index ops take i64 there).
@@ -66,9 +68,13 @@ def _rank1(ctx: Context, nid: int) -> int:
     return ctx.add("Reshape", (nid,), {"shape": [1]}) if ctx.shape(nid) == () else nid
 
 
-def _as_out(ctx: Context, nid: int) -> int:
-    shape = ctx.out()[0]
+def _reshaped(ctx: Context, nid: int, shape: tuple[int, ...]) -> int:
     return nid if ctx.shape(nid) == shape else ctx.add("Reshape", (nid,), {"shape": list(shape)})
+
+
+def _as_out(ctx: Context, nid: int, index: int | None = None) -> int:
+    """nid reshaped to the node's result (its `index`-th) where a 0-d operand was taken as [1]."""
+    return _reshaped(ctx, nid, ctx.out(index)[0])
 
 
 @handles("gather.default")
@@ -102,24 +108,29 @@ def _embedding_backward(ctx: Context, a: dict[str, Any]) -> int:
 
 
 def _loss_inputs(ctx: Context, a: dict[str, Any], dt: str) -> tuple[int, int, int, str, int]:
-    logp = ctx.cast(ctx.t(a["self"]), dt)
+    """(logp, target, weight, reduction, ignore_index); a rank-1 logp [C] and its 0-d target as a batch
+    of one, [1, C] and [1]."""
+    logp, target = ctx.cast(ctx.t(a["self"]), dt), ctx.cast(ctx.t(a["target"]), "i64")
     shape = ctx.shape(logp)
+    if len(shape) == 1 and ctx.shape(target) == ():
+        shape = (1, *shape)
+        logp, target = _reshaped(ctx, logp, shape), _reshaped(ctx, target, (1,))
     if len(shape) < 2:
-        raise ctx.refuse(f"input of shape {list(shape)} (the format's NllLoss takes [N, C, ...])")
+        raise ctx.refuse(f"input of shape {list(shape)} (the format's NllLoss takes [N, C, ...] or [C])")
     reduction = _REDUCTIONS.get(a["reduction"])
     if reduction is None:
         raise ctx.refuse(f"reduction={a['reduction']!r}")
     w = a["weight"]
     weight = ctx.const(1.0, dt, shape[1:2]) if w is None else ctx.cast(ctx.t(w), dt)
-    return logp, ctx.cast(ctx.t(a["target"]), "i64"), weight, reduction, int(a["ignore_index"])
+    return logp, target, weight, reduction, int(a["ignore_index"])
 
 
 @handles("nll_loss_forward.default", "nll_loss2d_forward.default")
 def _nll_loss(ctx: Context, a: dict[str, Any]) -> tuple[int, int]:
     dt = ctx.out(0)[1]
     logp, target, weight, reduction, ignore = _loss_inputs(ctx, a, dt)
-    loss = ctx.add("NllLoss", (logp, target, weight), {"reduction": reduction, "ignore_index": ignore})
-    if reduction == "none":
+    loss = _as_out(ctx, ctx.add("NllLoss", (logp, target, weight), {"reduction": reduction, "ignore_index": ignore}), 0)
+    if reduction == "none" and len(ctx.shape(ctx.t(a["self"]))) > 1:  # one sample: its weight, as aten's
         return loss, ctx.const(0.0, dt)
     return loss, ctx.add("NllLossTotalWeight", (target, weight), {"ignore_index": ignore})
 
@@ -129,5 +140,7 @@ def _nll_loss_backward(ctx: Context, a: dict[str, Any]) -> int:
     dt = ctx.out_dtype()
     logp, target, weight, reduction, ignore = _loss_inputs(ctx, a, dt)
     dy, total = ctx.cast(ctx.t(a["grad_output"]), dt), ctx.cast(ctx.t(a["total_weight"]), dt)
-    return ctx.add("NllLossBackward", (logp, dy, target, weight, total),
-                   {"reduction": reduction, "ignore_index": ignore})
+    if reduction == "none":
+        dy = _reshaped(ctx, dy, ctx.shape(target))
+    return _as_out(ctx, ctx.add("NllLossBackward", (logp, dy, target, weight, total),
+                                {"reduction": reduction, "ignore_index": ignore}))

@@ -2,7 +2,8 @@
 
 - `_softmax(x, dim, half_to_float)`, `_log_softmax(...)`: `Softmax`/`LogSoftmax{axis: dim}`.
   With half_to_float (an f16 input, an f32 result) x is cast to f32 first: torch
-  computes in f32 and keeps the f32 result, exactly that.
+  computes in f32 and keeps the f32 result, exactly that. A 0-d x (aten takes dim 0 or -1 there)
+  is taken as one of shape [1] along axis 0 and reshaped back, as its backward's operands are.
 - `_softmax_backward_data(grad_output, output, dim, input_dtype)` and the log form:
   `SoftmaxBackward`/`LogSoftmaxBackward{axis: dim}(output, grad_output)`, computed
   in the dtype of grad_output and output (promoted), then cast to input_dtype (the
@@ -30,17 +31,28 @@ def _promoted(ctx: Context, *args: Any) -> str:
     return format_dtype(torch.result_type(*(ctx.val(a) for a in args)), "softmax backward", node)
 
 
+def _along(ctx: Context, op: str, inputs: tuple[int, ...], dim: Any) -> int:
+    """`op{axis: dim}` of inputs; 0-d inputs (aten accepts dim 0 or -1 there) as [1] along axis 0, the
+    result reshaped back to 0-d."""
+    if ctx.shape(inputs[0]) != ():
+        return ctx.add(op, inputs, {"axis": int(dim)})
+    if int(dim) not in (0, -1):
+        raise ctx.refuse(f"dim {dim} of a 0-d tensor")
+    ones = tuple(ctx.add("Reshape", (v,), {"shape": [1]}) for v in inputs)
+    return ctx.add("Reshape", (ctx.add(op, ones, {"axis": 0}),), {"shape": []})
+
+
 @handles("_softmax.default", "_log_softmax.default")
 def _softmax(ctx: Context, a: dict[str, Any]) -> int:
     op = "LogSoftmax" if str(ctx.node.target).startswith("aten._log_softmax") else "Softmax"  # type: ignore[union-attr]
     x = ctx.cast(ctx.t(a["self"]), ctx.out_dtype())
-    return ctx.add(op, (x,), {"axis": int(a["dim"])})
+    return _along(ctx, op, (x,), a["dim"])
 
 
 def _backward(ctx: Context, a: dict[str, Any], op: str) -> int:
     dt = _promoted(ctx, a["grad_output"], a["output"])
     y, dy = (ctx.cast(ctx.t(a[k]), dt) for k in ("output", "grad_output"))
-    return ctx.cast(ctx.add(op, (y, dy), {"axis": int(a["dim"])}), ctx.out_dtype())
+    return ctx.cast(_along(ctx, op, (y, dy), a["dim"]), ctx.out_dtype())
 
 
 @handles("_softmax_backward_data.default")

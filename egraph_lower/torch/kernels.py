@@ -60,6 +60,10 @@ from .kernels_pad import mode_pad, mode_pad_backward
 from .kernels_sort import (arg_kth_value, arg_median, arg_mode, arg_sort, arg_top_k, kth_value, median, mode, sort,
                            top_k)
 from .kernels_kernel import run_kernel
+from .kernels_distance import vector_norm
+from .kernels_gating import glu_backward
+from .kernels_misc import index_reduce
+from .kernels_trilinear import trilinear
 from .kernels_strided import (as_strided, as_strided_scatter, masked_scatter, masked_scatter_backward,
                               strided_index, strided_scatter_index)
 
@@ -102,6 +106,10 @@ __all__ += ["mode_pad", "mode_pad_backward"]
 __all__ += ["sort", "arg_sort", "top_k", "arg_top_k"]
 __all__ += ["kth_value", "arg_kth_value", "median", "arg_median", "mode", "arg_mode"]
 __all__ += ["kernel"]
+__all__ += ["vector_norm"]
+__all__ += ["glu_backward"]
+__all__ += ["index_reduce"]
+__all__ += ["trilinear"]
 __all__ += ["as_strided", "as_strided_scatter", "masked_scatter", "masked_scatter_backward", "strided_index",
             "strided_scatter_index"]
 

@@ -13,6 +13,10 @@ from . import aten_reduce
 from . import aten_resample
 from . import aten_pad
 from . import aten_sort
+from . import aten_distance
+from . import aten_gating
+from . import aten_misc
+from . import aten_trilinear
 from . import aten_strided
 from .registry import HANDLERS
 
@@ -25,4 +29,8 @@ FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_n
             aten_resample,
             aten_pad,
             aten_sort,
+            aten_distance,
+            aten_gating,
+            aten_misc,
+            aten_trilinear,
             aten_strided)  # registered by importing them

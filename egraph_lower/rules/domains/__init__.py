@@ -33,6 +33,10 @@ from .resample import RESAMPLE_SCALES, resample_domain, unfold_domain
 from .pool import unpool_domain
 from .padding import padding_domain
 from .sort import sort_domain
+from .distance import distance_domain
+from .gating import GATING_SCALES, gating_domain
+from .index_reduce import index_reduce_domain
+from .trilinear import TRILINEAR_SCALES, trilinear_domain
 from .strided import strided_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
@@ -67,6 +71,10 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "unpool": unpool_domain,
     "padding": padding_domain,
     "sort": sort_domain,
+    "distance": distance_domain,
+    "gating": gating_domain,
+    "index_reduce": index_reduce_domain,
+    "trilinear": trilinear_domain,
     "strided": strided_domain,
 }
 
@@ -74,6 +82,8 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
 # unbounded (the result is summed or cancelled from larger terms).
 SCALES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {**NORM_SCALES, **ATTENTION_SCALES,
                                                                    **RESAMPLE_SCALES}
+SCALES.update(GATING_SCALES)
+SCALES.update(TRILINEAR_SCALES)
 
 
 def domain(rule: Rule, dtype: str) -> Env | list[Env]:

@@ -1,0 +1,140 @@
+"""Norms and distances of format version 3: aten's linalg_vector_norm (and through it norm, normalize,
+cosine_similarity, pairwise_distance), _cdist_forward / _cdist_backward and _pdist_forward / _pdist_backward.
+
+    VectorNorm{ord, axes, keep_dim}(x)   = the ord-norm of x over `axes` (floats only):
+                                           ord 2: sqrt(sum x^2); 1: sum |x|; "inf": max |x|; "-inf": min |x|;
+                                           0: the count of x != 0 (a NaN counts); any other finite p:
+                                           (sum |x|^p)^(1/p) (p < 0: a zero gives |0|^p = inf, so 0);
+                                           NaN where x holds one (ord 0: counted as nonzero); an empty
+                                           reduction is 0 (refused for "inf" / "-inf", as aten raises)
+
+`ord` is a finite number or the string "inf" / "-inf" (a JSON document holds finite numbers only).
+The e-graph fields beyond the attributes, for the rules: `kind` (L2, L1, Inf, NegInf, L0 or P: the rule
+heads `VectorNorm.L2`, ... fix it), `p` (ord as a float, 0 for the infinities) and `q` (1/p, 0 where p
+is 0 or infinite); `axes` normalised (sorted, in [0, rank)).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..arrays import Args, Attrs, _f, _round_float
+from ..dtypes import FLOAT_DTYPES
+from ..errors import LowerError
+from .base import F64, I64, STRING, Attr, Ctor, Field, Meta, OpDef, head, ints_text
+from .meta import boolean, int_list
+from .reduce import _norm_axes
+
+NORM_KINDS: tuple[str, ...] = ("L2", "L1", "Inf", "NegInf", "L0", "P")
+
+
+def is_ord(v: Any) -> bool:
+    """A norm order: a finite number (not a bool), or "inf" / "-inf"."""
+    if isinstance(v, str):
+        return v in ("inf", "-inf")
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def ord_value(v: Any) -> float:
+    """The order as a float (inf and -inf for the strings)."""
+    return float(v)  # float("inf"), float("-inf") read the strings
+
+
+def norm_kind(v: Any) -> str:
+    p = ord_value(v)
+    return {2.0: "L2", 1.0: "L1", math.inf: "Inf", -math.inf: "NegInf", 0.0: "L0"}.get(p, "P")
+
+
+def _check_ord(v: Any) -> None:
+    if not is_ord(v):
+        raise ValueError(f"ord must be a finite number or 'inf' / '-inf', got {v!r}")
+
+
+def _kept(shape: tuple[int, ...], axes: Sequence[int], keep: bool) -> tuple[int, ...]:
+    if keep:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _vector_norm(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    shape, dt = ins[0]
+    if dt is not None and dt not in FLOAT_DTYPES:
+        raise ValueError(f"VectorNorm needs a float dtype, got {dt}")
+    try:
+        axes = _norm_axes(attrs["axes"], len(shape))
+    except LowerError as e:
+        raise ValueError(str(e).replace("Reduce ", "VectorNorm ")) from None
+    if norm_kind(attrs["ord"]) in ("Inf", "NegInf") and any(shape[a] == 0 for a in axes):
+        raise ValueError("VectorNorm of ord inf / -inf over an empty axis (aten raises)")
+    return _kept(shape, axes, bool(attrs.get("keep_dim", False))), dt
+
+
+def vector_norm(x: np.ndarray, ord: Any, axes: tuple[int, ...], keep: bool) -> np.ndarray:
+    """The norm in float64 (x float64)."""
+    kind, a = norm_kind(ord), np.abs(x)
+    with np.errstate(all="ignore"):
+        if kind == "Inf":
+            return np.max(a, axis=axes, keepdims=keep)
+        if kind == "NegInf":
+            return np.min(a, axis=axes, keepdims=keep)
+        if kind == "L0":
+            return np.sum((x != 0).astype(np.float64), axis=axes, keepdims=keep)
+        if kind == "L1":
+            return np.sum(a, axis=axes, keepdims=keep)
+        if kind == "L2":
+            return np.sqrt(np.sum(a * a, axis=axes, keepdims=keep))
+        p = ord_value(ord)
+        return np.power(np.sum(np.power(a, p), axis=axes, keepdims=keep), 1.0 / p)
+
+
+def _op_vector_norm(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
+    if dtype not in FLOAT_DTYPES:
+        raise LowerError(f"VectorNorm needs a float dtype, not {dtype}")
+    x = _f(args[0])
+    axes = _norm_axes(attrs["axes"], x.ndim)
+    return _round_float(np.asarray(vector_norm(x, attrs["ord"], axes, bool(attrs.get("keep_dim", False)))), dtype)
+
+
+def _ord_text(v: Any, rank: int) -> str:
+    return v if isinstance(v, str) else repr(float(v))
+
+
+def _ord_decode(text: Any) -> Any:
+    return text if text in ("inf", "-inf") else float(text)
+
+
+def _p(v: Any, rank: int) -> float:
+    p = ord_value(v)
+    return p if math.isfinite(p) else 0.0
+
+
+def _q(v: Any, rank: int) -> float:
+    p = ord_value(v)
+    return 1.0 / p if math.isfinite(p) and p != 0 else 0.0
+
+
+def _encode_axes(axes: Any, rank: int) -> str:
+    return ints_text(sorted({ax % rank if rank else ax for ax in axes}))
+
+
+_NORM_FIELDS = (Field("ord", STRING, _ord_text, _ord_decode),
+                Field("kind", STRING, lambda v, rank: norm_kind(v), None, source="ord"),
+                Field("p", F64, _p, None, source="ord"),
+                Field("q", F64, _q, None, source="ord"),
+                Field("axes", STRING, _encode_axes, json.loads),
+                Field("keep_dim", I64, lambda v, rank: int(bool(v)), bool, default=False))
+
+OPS: tuple[OpDef, ...] = (
+    OpDef("VectorNorm", ("x",), (Attr("ord", _check_ord), Attr("axes", int_list("axes")),
+                                 Attr("keep_dim", boolean("keep_dim"), required=False)),
+          _vector_norm, _op_vector_norm,
+          (Ctor("VectorNorm", "VectorNorm", _NORM_FIELDS, 1,
+                tuple(head(f"VectorNorm.{k}", kind=k) for k in NORM_KINDS)),),
+          domain="distance", torch="vector_norm",
+          sample=({"ord": 2, "axes": [-1], "keep_dim": False}, (((2, 3), "f32"),))),
+)

@@ -1,0 +1,24 @@
+"""VectorNorm (format version 3, opdefs/distance.py) as a PyTorch function.
+
+`torch.linalg.vector_norm` has the format's semantics (checked against the reference in
+tests/test_distance.py): ord 0 counts the nonzero elements (a NaN among them), a negative ord gives 0
+where x holds a zero, NaN propagates; f16/bf16 are computed in float32 and rounded once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from .kernels_half import in_float32
+
+
+@in_float32
+def vector_norm(x: Tensor, ord: Any, axes: Sequence[int], keep_dim: bool = False) -> Tensor:
+    p = float(ord)
+    dims = tuple(sorted({a % x.dim() for a in axes})) if x.dim() else ()
+    if not dims:  # no reduced axis: the norm of each element alone
+        return torch.linalg.vector_norm(x.unsqueeze(-1), p, dim=-1)
+    return torch.linalg.vector_norm(x, p, dim=dims, keepdim=keep_dim)

@@ -1,0 +1,106 @@
+"""Norms and distances of format version 3 (opdefs/distance.py, aten_distance.py): the evaluator against
+torch's kernels at awkward points (zeros, a zero row, +-inf, NaN, ties, negative and fractional orders),
+the lowering on every backend, and the aten mappings through the torch.compile backend with nothing left
+in PyTorch and eager's gradients (the 2-norm's gradient at a zero row is 0, as PyTorch defines it)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+import egraph_lower as el
+from egraph_lower.build import GraphBuilder
+from egraph_lower.evaluate import apply
+
+torch = pytest.importorskip("torch")
+
+import egraph_lower.torch as elt  # noqa: E402
+from egraph_lower.torch import kernels as K  # noqa: E402
+
+sys.path.insert(0, "tests")
+from support import assert_lowering_matches  # noqa: E402
+
+NAN, INF = float("nan"), float("inf")
+ROWS = np.array([[1.0, 3.0, -3.0, -2.0, 3.0], [0.0, -0.0, -1.0, -0.0, 0.0], [0.0] * 5, [NAN, 1.0, 5.0, 0.0, 2.0],
+                 [INF, 1.0, -INF, 0.0, 2.0], [2.0] * 5, [1e30, -1e-30, 1e-3, 0.0, 4.0], [0.5, 0.0, 0.0, 7.0, -2.0]])
+ORDS: tuple[Any, ...] = (2, 1, "inf", "-inf", 0, 3, 0.5, -1, 1.5, -2.5)
+BACKENDS = ("cpu", "mlx", "metal", "tpu", "wgpu")
+
+
+def _same(got: Any, want: Any) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("ord", ORDS)
+@pytest.mark.parametrize(("axes", "keep"), [([1], False), ([0], True), ([0, 1], False)])
+def test_vector_norm_agrees_with_torch_in_float64(ord: Any, axes: list[int], keep: bool) -> None:
+    want = torch.linalg.vector_norm(torch.tensor(ROWS), float(ord), dim=axes, keepdim=keep).numpy()
+    got = apply("VectorNorm", {"ord": ord, "axes": axes, "keep_dim": keep}, [ROWS], "f64")
+    _same(got, want)
+    _same(K.vector_norm(torch.tensor(ROWS), ord, axes, keep).numpy(), want)
+
+
+def test_vector_norm_refuses_an_empty_max() -> None:
+    g = GraphBuilder("empty")
+    x = g.input("x", (0, 3), "f32")
+    with pytest.raises(Exception, match="empty axis"):
+        g.op("VectorNorm", x, ord="inf", axes=[0])
+    assert g.op("VectorNorm", x, ord=2, axes=[0]) is not None  # an empty sum: 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("ord", ORDS)
+def test_vector_norm_lowers_on_every_backend(ord: Any, backend: str) -> None:
+    target = el.load_backend(backend)
+    for dtype in ("f32", "f16"):
+        g = GraphBuilder(f"vnorm_{dtype}")
+        x = g.input("x", (8, 5), dtype)
+        graph = g.build([g.op("VectorNorm", x, ord=ord, axes=[1], keep_dim=True)])
+        result = el.lower(graph, backend)
+        assert all(target.runs_node(n) for n in result.graph.nodes)
+        assert ("VectorNorm" in target.ops) == any(n.op == "VectorNorm" for n in result.graph.nodes)
+        rows = np.where(np.abs(ROWS) > 1e3, 3.0, np.where(np.abs(ROWS) < 1e-3, 0.0, ROWS))  # f16's range
+        assert_lowering_matches(graph, result.graph, {"x": rows})
+
+
+def _compiled_matches(f: Any, *args: Any, target: str = "wgpu", grad: bool = True) -> None:
+    torch._dynamo.reset()
+    be = elt.backend(target, strict=True)
+    leaves = [a.detach().clone().requires_grad_(grad) for a in args]
+    got = torch.compile(f, backend=be, dynamic=False)(*leaves)
+    want_leaves = [a.detach().clone().requires_grad_(grad) for a in args]
+    want = f(*want_leaves)
+    torch.testing.assert_close(got, want, equal_nan=True)
+    if grad:
+        dy = torch.linspace(-1.5, 2.0, want.numel(), dtype=want.dtype).reshape(want.shape)
+        g_got = torch.autograd.grad(got, leaves, dy, allow_unused=True)
+        g_want = torch.autograd.grad(want, want_leaves, dy, allow_unused=True)
+        for a, b in zip(g_got, g_want):
+            if b is None:
+                continue
+            torch.testing.assert_close(a, b, equal_nan=True)
+    assert be.unlowered_ops == {}, be.summary()
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+@pytest.mark.parametrize("ord", [2, 1, INF, -INF, 0, 3.0, -1.0])
+def test_linalg_vector_norm_through_the_backend(ord: float, target: str) -> None:
+    x = torch.tensor(ROWS[[0, 1, 2, 5, 7]], dtype=torch.float64)  # a zero row: the 2-norm's gradient is 0
+    _compiled_matches(lambda t: torch.linalg.vector_norm(t, ord, dim=1), x, target=target, grad=ord != 0)
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+def test_norm_users_through_the_backend(target: str) -> None:
+    a = torch.tensor(ROWS[[0, 2, 5, 7]], dtype=torch.float32)
+    b = torch.tensor(ROWS[[7, 2, 0, 5]], dtype=torch.float32)
+    _compiled_matches(lambda t: torch.nn.functional.normalize(t, dim=1), a, target=target)
+    _compiled_matches(lambda s, t: torch.nn.functional.cosine_similarity(s, t), a, b, target=target)
+    _compiled_matches(lambda s, t: torch.nn.functional.pairwise_distance(s, t), a, b, target=target)
+    _compiled_matches(lambda t: torch.linalg.vector_norm(t, 2, dtype=torch.float64), a, target=target)
+    _compiled_matches(lambda t: torch.norm(t.half(), dim=(0, 1), keepdim=True).float(), a, target=target)
