@@ -281,6 +281,13 @@ ALL_OPS = doc(
     node(2010, "Conv3dColumns", [2000, 2001], [1, 2, 3, 3, 16, 3], F, CONV3),
     node(2011, "Conv3dWeightMatrix", [2001], [2, 1, 1, 3, 16], F, {"groups": 2}),
     node(2012, "Conv3dMergeGroups", [2010], [1, 32, 3, 3, 3], F),
+    # strided views and masked scatter (version 3, ids 2150-2159)
+    node(2150, "AsStrided", [0], [2, 2], F, {"size": [2, 2], "stride": [1, 2], "offset": 1}),
+    node(2151, "AsStridedScatter", [0, 2150], [2, 3], F, {"size": [2, 2], "stride": [1, 3], "offset": 1}),
+    node(2152, "MaskedScatter", [0, 10, 5], [2, 3], F),
+    node(2153, "MaskedScatterBackward", [5, 10], [6], F, {"shape": [6]}),
+    node(2154, "StridedIndex", [0], [2, 2], "i64", {"size": [2, 2], "stride": [0, 2], "offset": 1}),
+    node(2155, "StridedScatterIndex", [0], [6], "i64", {"size": [2, 2], "stride": [1, 3], "offset": 1, "length": 6}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -301,7 +308,8 @@ ALL_OPS = doc(
              1950,
              2203,
              2003, 2004, 2005, 2006, 2007, 2008, 2009, 2011, 2012,
-             2041],
+             2041,
+             2151, 2152, 2153, 2154, 2155],
     name="all ops",
 )
 

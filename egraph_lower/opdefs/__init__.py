@@ -33,6 +33,7 @@ from . import gating
 from . import index_reduce
 from . import trilinear
 from . import views
+from . import strided
 from .base import Ctor, Head, OpDef
 
 
@@ -75,7 +76,8 @@ FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, r
             index_reduce.OPS,
             trilinear.OPS,
             conv.OPS3,
-            views.OPS)
+            views.OPS,
+            strided.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

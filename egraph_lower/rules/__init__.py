@@ -28,6 +28,7 @@ from . import gating
 from . import index_reduce
 from . import trilinear
 from . import views
+from . import strided
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -48,7 +49,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + index_reduce.RULES
                                + trilinear.RULES
                                + conv.RULES3
-                               + views.RULES)
+                               + views.RULES
+                               + strided.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

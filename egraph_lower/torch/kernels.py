@@ -67,6 +67,8 @@ from .kernels_trilinear import trilinear
 from .kernels_conv import (conv3d, conv3d_backward_input, conv3d_backward_weight, conv3d_columns, conv3d_dilate_pad,
                            conv3d_flip_weight, conv3d_merge_groups, conv3d_weight_matrix, conv_transpose3d, im2col3d)
 from .kernels_views import slice_scatter
+from .kernels_strided import (as_strided, as_strided_scatter, masked_scatter, masked_scatter_backward,
+                              strided_index, strided_scatter_index)
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -114,6 +116,8 @@ __all__ += ["trilinear"]
 __all__ += ["conv3d", "conv3d_backward_input", "conv3d_backward_weight", "conv3d_columns", "conv3d_dilate_pad",
             "conv3d_flip_weight", "conv3d_merge_groups", "conv3d_weight_matrix", "conv_transpose3d", "im2col3d"]
 __all__ += ["slice_scatter"]
+__all__ += ["as_strided", "as_strided_scatter", "masked_scatter", "masked_scatter_backward", "strided_index",
+            "strided_scatter_index"]
 
 
 def _dtype(name: str) -> torch.dtype:

@@ -18,6 +18,7 @@ from . import aten_gating
 from . import aten_misc
 from . import aten_trilinear
 from . import aten_views
+from . import aten_strided
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
@@ -33,4 +34,5 @@ FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_n
             aten_gating,
             aten_misc,
             aten_trilinear,
-            aten_views)  # registered by importing them
+            aten_views,
+            aten_strided)  # registered by importing them

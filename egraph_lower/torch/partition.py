@@ -118,15 +118,25 @@ def plan(gm: fx.GraphModule, keep: Collection[str] = ()
     return items, refused
 
 
+# the ops that read a value's storage, gaps between its elements included, as PyTorch's kernels leave it
+_STORAGE_READERS = frozenset((torch.ops.aten.as_strided.default, torch.ops.aten.as_strided_scatter.default))
+
+
 def _needs_base(node: fx.Node) -> bool:
     """Whether the code reading `node` may see more of its storage than the value itself: a view into
-    a larger storage, or at an offset (a slice, a select, a split's piece), or not a tensor. A
-    value whose storage is exactly its own elements is given that storage by `contract.as_layout`."""
+    a larger storage, or at an offset (a slice, a select, a split's piece), or not a tensor, or a value
+    whose layout has gaps that an `as_strided` in PyTorch reads (`aten_strided.has_gaps`). A value whose
+    storage is exactly its own elements is given that storage by `contract.as_layout`."""
     val = node.meta.get("val")
     if not isinstance(val, torch.Tensor):
         return True
     if val.numel() == 0:
         return False
+    if any(u.op == "call_function" and u.target in _STORAGE_READERS for u in node.users):
+        from .aten_strided import has_gaps
+
+        if has_gaps(val):  # PyTorch's as_strided reads its gaps: the memory PyTorch's own kernels leave there
+            return True
     extent = 1 + sum((n - 1) * s for n, s in zip(val.shape, val.stride()))
     return val.storage_offset() != 0 or val.untyped_storage().nbytes() != extent * val.element_size()
 
