@@ -127,9 +127,10 @@ def cmd_backends(args: argparse.Namespace) -> int:
 def cmd_rules(args: argparse.Namespace) -> int:
     """The rule catalogue; with --check, every rule checked numerically: the table on stdout, then
     one line on stderr for each rule and dtype that fails, and exit status 1 if any does. With
-    --backend FILE, that backend file's own rules and kernels instead of the built-in rules."""
+    --backend FILE, that backend file's own rules and kernels instead of the built-in rules; with
+    --rule NAME (repeatable), only the named built-in rules."""
     with signals.held():
-        from .rules import ALL_RULES
+        from .rules import ALL_RULES, BY_NAME
 
         if args.check:
             from .rules.check import check, check_backend, format_table
@@ -137,8 +138,16 @@ def cmd_rules(args: argparse.Namespace) -> int:
             from . import backends
 
     own = backends.load(args.backend) if args.backend else None
+    chosen = ALL_RULES
+    if args.rule:
+        if own is not None:
+            raise LowerError("--rule names built-in rules; it does not go with --backend")
+        unknown = [name for name in args.rule if name not in BY_NAME]
+        if unknown:
+            raise LowerError(f"no rule named {', '.join(map(repr, unknown))} (egraph-lower rules lists them)")
+        chosen = tuple(BY_NAME[name] for name in dict.fromkeys(args.rule))
     if args.check:
-        results = check(ALL_RULES) if own is None else check_backend(own)
+        results = check(chosen) if own is None else check_backend(own)
         if own is not None and not results:
             print(f"backend {own.name} declares no rules and no kernels")
             return 0
@@ -147,7 +156,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
         for res in failed:
             print(f"{PROG}: rule {res.rule} fails its check in {res.dtype}: {res.failure}", file=sys.stderr)
         return 1 if failed else 0
-    listed = ALL_RULES if own is None else own.rules
+    listed = chosen if own is None else own.rules
     if own is not None:
         for k in own.kernels:
             print(f"kernel {k.name}({', '.join(k.inputs)}): {k.description}".rstrip(": "))
@@ -248,6 +257,7 @@ def parser() -> argparse.ArgumentParser:
     rl = sub.add_parser("rules", help="the rule catalogue")
     rl.add_argument("--check", action="store_true", help="check every rule numerically against float64")
     rl.add_argument("--backend", "-b", metavar="FILE", help="a backend file's own rules and kernels instead")
+    rl.add_argument("--rule", "-r", action="append", metavar="NAME", help="only this built-in rule (repeatable)")
     rl.set_defaults(func=cmd_rules)
 
     ex = sub.add_parser("explore", help="how the rules rewrote a graph: alternatives, costs, reports")

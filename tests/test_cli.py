@@ -184,9 +184,24 @@ def test_exact_extractor_and_limits_from_the_command_line(tmp_path: Path) -> Non
 
 
 def test_rules_check_prints_the_table() -> None:
-    r = run("rules", "--check")
+    """The command end to end on two rules (every rule's check is tests/test_rules.py's, one test each)."""
+    r = run("rules", "--check", "--rule", "gelu-bwd", "-r", "relu-bwd")
     assert r.returncode == 0, r.stderr
-    assert "f32" in r.stdout and "gelu-bwd" in r.stdout and r.stderr == ""
+    rows = [line.split()[0] for line in r.stdout.splitlines() if line.split()[:1] in (["gelu-bwd"], ["relu-bwd"])]
+    assert rows == ["gelu-bwd", "relu-bwd"] and "f32" in r.stdout and r.stderr == "", r.stdout
+
+
+def test_rules_lists_only_the_named_rules() -> None:
+    r = run("rules", "--rule", "relu-bwd")
+    heads = [line.split()[0] for line in r.stdout.splitlines() if line and not line[0].isspace()]
+    assert r.returncode == 0 and heads == ["relu-bwd"] and "lowers ReluBackward" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("args, message", [(["--rule", "no-such-rule"], "no rule named 'no-such-rule'"),
+                                           (["--rule", "relu-bwd", "-b", "metal"], "does not go with --backend")])
+def test_rules_refuses_a_bad_rule_name_in_one_line(args: list[str], message: str) -> None:
+    r = run("rules", "--check", *args)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.stderr
 
 
 def test_rules_check_fails_on_a_wrong_rule(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
