@@ -257,3 +257,20 @@ def test_masked_scatter_step_lowers(target: str, kind: str) -> None:
 
     be = _compare(fn, make, target, lowered="Take")
     assert not be.unlowered_ops, be.summary()
+
+
+@pytest.mark.parametrize("target", ["wgpu", "metal"])
+def test_as_strided_copy_lowers_as_as_strided(target: str) -> None:
+    """as_strided_copy (the OpInfo entry's op) is as_strided's values in a fresh tensor: the same AsStrided,
+    nothing left in PyTorch, eager's result and gradients."""
+    def fn(x: Any, p: Any) -> Any:
+        v = torch.ops.aten.as_strided_copy.default(x * 1.0, (2, 3), (1, 2), 1)
+        return (torch.tanh(v) * p).sum()
+
+    def make() -> tuple[Any, Any]:
+        g = torch.Generator().manual_seed(8)
+        x = torch.randn(3, 4, generator=g, requires_grad=True)
+        return x, torch.randn(2, 3, generator=g, requires_grad=True)
+
+    be = _compare(fn, make, target, lowered="Take")
+    assert not be.unlowered_ops, be.summary()

@@ -122,7 +122,7 @@ def _refuse_outside(ctx: Context, attrs: dict[str, Any], n: int) -> None:
                              "format's value does not have")
 
 
-@handles("as_strided.default")
+@handles("as_strided.default", "as_strided_copy.default")  # the copy: the same values
 def _as_strided(ctx: Context, a: dict[str, Any]) -> int:
     shape, stride, offset, order = _layout(ctx, a["self"])
     attrs = _window(ctx, a, offset)

@@ -119,7 +119,8 @@ def plan(gm: fx.GraphModule, keep: Collection[str] = ()
 
 
 # the ops that read a value's storage, gaps between its elements included, as PyTorch's kernels leave it
-_STORAGE_READERS = frozenset((torch.ops.aten.as_strided.default, torch.ops.aten.as_strided_scatter.default))
+_STORAGE_READERS = frozenset((torch.ops.aten.as_strided.default, torch.ops.aten.as_strided_copy.default,
+                              torch.ops.aten.as_strided_scatter.default))
 
 
 def _needs_base(node: fx.Node) -> bool:
