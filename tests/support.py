@@ -119,3 +119,16 @@ def numeric_vjp(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, dy: np.nda
         e[i] = h
         g[i] = np.sum((f(x + e) - f(x - e)) * dy) / (2 * h)
     return g
+
+
+def compiled_strict(fn: Callable[..., Any], *args: Any, target: str) -> Any:
+    """`fn(*args)` traced by make_fx and run through the torch backend for `target` in strict mode, which
+    must leave nothing in PyTorch and record no error."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    import egraph_lower.torch as elt
+
+    be = elt.backend(target, strict=True)
+    out = be(make_fx(fn)(*args), list(args))(*args)
+    assert be.unlowered_ops == {} and all(not g.errors for g in be.graphs), be.summary()
+    return out

@@ -17,6 +17,7 @@ import egraph_lower as el
 from egraph_lower.build import GraphBuilder
 from egraph_lower.errors import LowerError
 from egraph_lower.evaluate import apply, evaluate
+from support import compiled_strict
 
 torch = pytest.importorskip("torch")
 
@@ -107,15 +108,6 @@ def test_the_lowering_is_the_reference_on_every_backend(backend: str) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
 
 
-def _compiled(fn: Any, *args: Any, target: str) -> Any:
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    be = elt.backend(target, strict=True)
-    out = be(make_fx(fn)(*args), list(args))(*args)
-    assert be.unlowered_ops == {} and all(not g.errors for g in be.graphs), be.summary()
-    return out
-
-
 @pytest.mark.parametrize("target", ["metal", "wgpu"])
 def test_index_reduce_and_put_through_the_backend(target: str) -> None:
     x, src = _x().float(), _src().float()
@@ -128,7 +120,7 @@ def test_index_reduce_and_put_through_the_backend(target: str) -> None:
         return outs + (x.put(pi, pv, accumulate=True), x.put(pi[:1], pv[:1]), x[0, 0].index_reduce(
             0, torch.tensor(0), src[0, 0], "amax"))
 
-    got, want = _compiled(fn, x, i, src, pi, pv, target=target), fn(x, i, src, pi, pv)
+    got, want = compiled_strict(fn, x, i, src, pi, pv, target=target), fn(x, i, src, pi, pv)
     for k, (g, w) in enumerate(zip(got, want)):
         assert g.shape == w.shape and g.dtype == w.dtype, k
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, equal_nan=True, err_msg=str(k))

@@ -17,6 +17,7 @@ from egraph_lower.build import GraphBuilder
 from egraph_lower.errors import LowerError
 from egraph_lower.evaluate import apply, evaluate
 from egraph_lower.validate import infer
+from support import compiled_strict
 
 torch = pytest.importorskip("torch")
 
@@ -143,15 +144,6 @@ def test_the_lowering_is_the_reference_bit_for_bit_on_every_backend(backend: str
         _same(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64))
 
 
-def _compiled(fn: Any, *args: Any, target: str) -> Any:
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    be = elt.backend(target, strict=True)
-    out = be(make_fx(fn)(*args), list(args))(*args)
-    assert be.unlowered_ops == {} and all(not g.errors for g in be.graphs), be.summary()
-    return out
-
-
 @pytest.mark.parametrize("target", ["metal", "wgpu"])
 def test_sort_and_topk_through_the_backend(target: str) -> None:
     x = torch.tensor([[1.0, -0.0, NAN, 0.0, 1.0, -INF], [3.0, 2.0, 1.0, 2.0, INF, NAN], [0.5] * 6])
@@ -165,7 +157,7 @@ def test_sort_and_topk_through_the_backend(target: str) -> None:
                 *torch.sort(m, dim=1, stable=True), *torch.topk(x, 3, dim=1), *torch.topk(x, 0, dim=0),
                 *torch.topk(i, 2, dim=1, largest=False), *torch.sort(s), *torch.topk(s, 1))
 
-    got, want = _compiled(fn, x, i, m, s, target=target), fn(x, i, m, s)
+    got, want = compiled_strict(fn, x, i, m, s, target=target), fn(x, i, m, s)
     for k, (g, w) in enumerate(zip(got, want)):
         assert g.dtype == w.dtype and g.shape == w.shape, k
         if w.is_floating_point():
@@ -189,7 +181,7 @@ def test_argsort_opinfo_samples_match_eager(target: str) -> None:
         for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
             for s in list(opinfo.sample_inputs("cpu", dtype))[1::4]:  # the small ones: the first is 8000 long
                 fn = (lambda a, k: lambda x: (opinfo.op(x, *a, **k),))(s.args, s.kwargs)
-                (got,), (want,) = _compiled(fn, s.input, target=target), fn(s.input)
+                (got,), (want,) = compiled_strict(fn, s.input, target=target), fn(s.input)
                 assert got.dtype == want.dtype and got.shape == want.shape
                 if s.kwargs.get("stable"):
                     assert torch.equal(got, want), (name, dtype, s)
@@ -252,7 +244,7 @@ def test_an_unstable_sort_orders_ties_as_eagers_kernel_where_the_backend_sorts(t
     def fn(x: Any) -> tuple[Any, ...]:
         return (*torch.sort(x, dim=1), *torch.sort(x, dim=1, descending=True))
 
-    got, want = _compiled(fn, x, target=target), fn(x)
+    got, want = compiled_strict(fn, x, target=target), fn(x)
     for k in (0, 2):
         assert torch.equal(got[k], want[k])
         assert torch.equal(x.gather(1, got[k + 1]), want[k])
