@@ -12,18 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..dtypes import FLOAT_DTYPES
-from ..opdefs.trilinear import _shapes
+from ..opdefs.trilinear import _EXPANDS, _positions, _shapes
 from .context import Context
 from .registry import handles
-
-
-_EXPANDS = ("expand1", "expand2", "expand3")
-
-
-def _inserted(expand: list[int], rank: int) -> list[bool]:
-    """Per axis of the common rank: whether this input gains it (a size-1 axis of its own)."""
-    axes = {v % rank for v in expand}
-    return [d in axes for d in range(rank)]
 
 
 @handles("_trilinear.default")
@@ -37,8 +28,9 @@ def _trilinear(ctx: Context, a: dict[str, Any]) -> int:
         shapes = _shapes(attrs, [ctx.shape(i) for i in ins])
     except ValueError as e:
         raise ctx.refuse(f"_trilinear: {e}") from None
-    kept = [{n for n, k in zip(sizes, inserted) if not k} for sizes, inserted in
-            zip(zip(*shapes), zip(*(_inserted(attrs[k], len(shapes[0])) for k in _EXPANDS)))]
+    rank = len(shapes[0])
+    inserted = [_positions(attrs[k], rank, k) for k in _EXPANDS]
+    kept = [{s[d] for s, axes in zip(shapes, inserted) if d not in axes} for d in range(rank)]
     if any(len(sizes) > 1 for sizes in kept):
         raise ctx.refuse("_trilinear of inputs that broadcast (aten's kernel is not their broadcast product)")
     return ctx.add("Trilinear", ins, attrs)

@@ -8,20 +8,15 @@ from collections.abc import Sequence
 
 from torch import Tensor
 
+from ..opdefs.trilinear import _positions, _shapes
 from .kernels_half import in_float32
-
-
-def _expanded(shape: tuple[int, ...], expand: Sequence[int], rank: int) -> tuple[int, ...]:
-    axes = {d % rank for d in expand}
-    rest = iter(shape)
-    return tuple(1 if d in axes else next(rest) for d in range(rank))
 
 
 @in_float32
 def trilinear(a: Tensor, b: Tensor, c: Tensor, expand1: Sequence[int], expand2: Sequence[int],
               expand3: Sequence[int], sumdim: Sequence[int]) -> Tensor:
-    rank = a.dim() + len(expand1)
-    x, y, z = (t.reshape(_expanded(tuple(t.shape), e, rank)) for t, e in ((a, expand1), (b, expand2), (c, expand3)))
-    axes = sorted({d % rank for d in sumdim})
+    attrs = {"expand1": expand1, "expand2": expand2, "expand3": expand3}
+    x, y, z = (t.reshape(s) for t, s in zip((a, b, c), _shapes(attrs, [tuple(t.shape) for t in (a, b, c)])))
     product = x * y * z
+    axes = list(_positions(sumdim, product.dim(), "sumdim"))
     return product.sum(dim=axes) if axes else product  # torch's sum over dim=[] sums every axis
