@@ -1,6 +1,7 @@
 """Issue 20's convolution and pooling models (`tests/torch_models.py` CONVPOOL_CASES) trained as a user
-would, compiled for metal and wgpu: nothing left in PyTorch but the ops each case names (GroupNorm, whose
-format op another change adds), and eager's gradients (rtol 1e-4, atol 1e-5, float32, two steps)."""
+would, compiled for metal and wgpu: nothing left in PyTorch but the ops each case names (none now: a
+UNet, a 1-D audio CNN, a multi-loss detection head, a diffusion-style up block), and eager's gradients
+(rtol 1e-4, atol 1e-5, float32, two steps)."""
 
 from __future__ import annotations
 

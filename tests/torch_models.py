@@ -400,7 +400,92 @@ def _unet_batch(g: torch.Generator) -> tuple[Tensor, ...]:
     return torch.randn(2, 3, 8, 8, generator=g), torch.randn(2, 2, 8, 8, generator=g)
 
 
-# name -> (case, the aten ops that stay in PyTorch for now: GroupNorm is ops-normloss's op, not yet merged)
+class AudioCnn(nn.Module):
+    """A 1-D audio classifier: (Conv1d, GroupNorm, exact GELU, max_pool1d) twice, a mean over time, a
+    Linear head."""
+
+    def __init__(self, c: int = 8, classes: int = 4) -> None:
+        super().__init__()
+        self.conv1, self.norm1 = nn.Conv1d(1, c, 5, padding=2), nn.GroupNorm(2, c)
+        self.conv2, self.norm2 = nn.Conv1d(c, 2 * c, 3, padding=1), nn.GroupNorm(4, 2 * c)
+        self.head = nn.Linear(2 * c, classes)
+
+    def forward(self, wave: Tensor) -> Tensor:
+        h = F.max_pool1d(F.gelu(self.norm1(self.conv1(wave))), 2)
+        h = F.max_pool1d(F.gelu(self.norm2(self.conv2(h))), 2)
+        return self.head(h.mean(-1))
+
+
+def _audio_batch(g: torch.Generator) -> tuple[Tensor, ...]:
+    return torch.randn(3, 1, 32, generator=g), torch.randint(0, 4, (3,), generator=g)
+
+
+class DetectionHead(nn.Module):
+    """A detection head on a feature map: a Conv2d trunk with LeakyReLU, then per location class logits
+    (ELU branch), four box offsets (Softplus with beta) and an objectness logit."""
+
+    def __init__(self, c: int = 8, classes: int = 5) -> None:
+        super().__init__()
+        self.trunk = nn.Conv2d(3, c, 3, padding=1)
+        self.cls = nn.Sequential(nn.Conv2d(c, c, 1), nn.ELU(alpha=0.7), nn.Conv2d(c, classes, 1))
+        self.box = nn.Conv2d(c, 4, 1)
+        self.obj = nn.Conv2d(c, 1, 1)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        h = F.leaky_relu(self.trunk(x), 0.1)
+        return self.cls(h), F.softplus(self.box(h), beta=2.0), self.obj(h)
+
+
+def _detection_batch(g: torch.Generator) -> tuple[Tensor, ...]:
+    x = torch.randn(2, 3, 6, 6, generator=g)
+    labels = torch.randint(0, 5, (2, 6, 6), generator=g)
+    boxes = torch.rand(2, 4, 6, 6, generator=g) * 2
+    prior = torch.softmax(torch.randn(2, 5, 6, 6, generator=g), dim=1)  # a teacher's class distribution
+    objectness = (torch.rand(2, 1, 6, 6, generator=g) > 0.7).float()
+    return x, labels, boxes, prior, objectness
+
+
+def _detection_loss(model: nn.Module, batch: tuple[Tensor, ...]) -> Tensor:
+    x, labels, boxes, prior, objectness = batch
+    cls, box, obj = model(x)
+    return (F.cross_entropy(cls, labels, label_smoothing=0.1)
+            + F.smooth_l1_loss(box, boxes, beta=0.5)
+            + F.kl_div(F.log_softmax(cls, dim=1), prior, reduction="batchmean")
+            + F.binary_cross_entropy_with_logits(obj, objectness, pos_weight=torch.tensor([3.0])))
+
+
+class DiffusionBlock(nn.Module):
+    """A diffusion model's up block: GroupNorm, SiLU, a conv, a timestep embedding (sinusoidal, through a
+    Linear) added per channel, GroupNorm, SiLU, nearest upsampling x2 (F.interpolate), a conv, and a residual
+    (the upsampled input through a 1x1 conv)."""
+
+    def __init__(self, c: int = 8, t_dim: int = 16) -> None:
+        super().__init__()
+        self.t_dim = t_dim
+        self.norm1, self.conv1 = nn.GroupNorm(4, c), nn.Conv2d(c, c, 3, padding=1)
+        self.temb = nn.Linear(t_dim, c)
+        self.norm2, self.conv2 = nn.GroupNorm(4, c), nn.Conv2d(c, c, 3, padding=1)
+        self.skip = nn.Conv2d(c, c, 1)
+
+    def forward(self, x: Tensor, t: Tensor) -> Tensor:
+        half = self.t_dim // 2
+        freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=x.dtype, device=x.device) / half)
+        angles = t[:, None] * freqs[None]
+        emb = self.temb(F.silu(torch.cat([angles.sin(), angles.cos()], dim=-1)))
+        h = self.conv1(F.silu(self.norm1(x))) + emb[:, :, None, None]
+        h = F.interpolate(F.silu(self.norm2(h)), scale_factor=2, mode="nearest")
+        return self.conv2(h) + self.skip(F.interpolate(x, scale_factor=2, mode="nearest"))
+
+
+def _diffusion_batch(g: torch.Generator) -> tuple[Tensor, ...]:
+    return (torch.randn(2, 8, 4, 4, generator=g), torch.tensor([3.0, 250.0]),
+            torch.randn(2, 8, 8, 8, generator=g))
+
+
+# name -> (case, the aten ops that stay in PyTorch: none)
 CONVPOOL_CASES: dict[str, tuple[Case, tuple[str, ...]]] = {
-    "unet": (Case("unet", UNet, _unet_batch, _regress), ("native_group_norm", "native_group_norm_backward")),
+    "unet": (Case("unet", UNet, _unet_batch, _regress), ()),
+    "audio_cnn": (Case("audio_cnn", AudioCnn, _audio_batch, _classify), ()),
+    "detection_head": (Case("detection_head", DetectionHead, _detection_batch, _detection_loss), ()),
+    "diffusion_block": (Case("diffusion_block", DiffusionBlock, _diffusion_batch, _regress), ()),
 }
