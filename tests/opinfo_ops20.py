@@ -6,4 +6,5 @@ from __future__ import annotations
 
 ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("nn.functional.glu", ""): ("glu_backward",),
+    ("nn.functional.prelu", ""): ("_prelu_kernel_backward",),
 }

@@ -288,6 +288,11 @@ ALL_OPS = doc(
     node(2153, "MaskedScatterBackward", [5, 10], [6], F, {"shape": [6]}),
     node(2154, "StridedIndex", [0], [2, 2], "i64", {"size": [2, 2], "stride": [0, 2], "offset": 1}),
     node(2155, "StridedScatterIndex", [0], [6], "i64", {"size": [2, 2], "stride": [1, 3], "offset": 1, "length": 6}),
+    # prelu's gradient, grid sampling (version 3, ops20b: ids 2230-2259)
+    inp(2230, [2, 3, 2], name="prx"),
+    inp(2231, [1, 3, 1], name="prw"),
+    node(2232, "PreluBackward", [2230, 2231, 2230], [2, 3, 2], F, {"wrt": "input"}),
+    node(2233, "PreluBackward", [2230, 2231, 2230], [2, 3, 2], F, {"wrt": "weight"}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -309,7 +314,8 @@ ALL_OPS = doc(
              2203,
              2003, 2004, 2005, 2006, 2007, 2008, 2009, 2011, 2012,
              2041,
-             2151, 2152, 2153, 2154, 2155],
+             2151, 2152, 2153, 2154, 2155,
+             2232, 2233],
     name="all ops",
 )
 

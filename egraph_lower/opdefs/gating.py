@@ -29,7 +29,7 @@ from ..arrays import Args, Attrs, _f, _round_float
 from ..dtypes import FLOAT_DTYPES
 from ..errors import LowerError
 from .base import I64, Attr, Ctor, Field, Meta, OpDef, head
-from .meta import attr_check, float_dtype, is_int, show, show_shape
+from .meta import attr_check, broadcast_shapes, float_dtype, is_int, one_of, same_shape, show, show_shape
 
 
 def _glu_axis(axis: Any, shape: Sequence[int]) -> int:
@@ -90,4 +90,53 @@ GLU: tuple[OpDef, ...] = (
           sample=({"axis": -1}, (((2, 4), "f32"), ((2, 2), "f32")))),
 )
 
-OPS: tuple[OpDef, ...] = GLU
+
+
+def _prelu_w(ws: Sequence[int], xs: Sequence[int]) -> None:
+    """w broadcasts to x's shape without growing it (aten's prelu weight, viewed [1, C, 1, ...])."""
+    try:
+        if broadcast_shapes(tuple(ws), tuple(xs)) == tuple(xs):
+            return
+    except ValueError:
+        pass
+    raise ValueError(f"w of shape {show_shape(ws)} does not broadcast to x's shape {show_shape(xs)}")
+
+
+def _prelu_backward(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    (xs, _), (ws, _), (dys, _) = ins
+    same_shape(tuple(xs), tuple(dys))
+    _prelu_w(ws, xs)
+    return tuple(xs), float_dtype(ins)
+
+
+def _op_prelu_backward(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
+    if dtype not in FLOAT_DTYPES:
+        raise LowerError(f"PreluBackward needs a float dtype, not {dtype}")
+    x, w, dy = (_f(v) for v in args)
+    try:
+        _prelu_w(w.shape, x.shape)
+        if x.shape != dy.shape:
+            raise ValueError(f"dy has shape {show_shape(dy.shape)}, not x's {show_shape(x.shape)}")
+    except ValueError as e:
+        raise LowerError(f"PreluBackward: {e}") from None
+    with np.errstate(all="ignore"):
+        if attrs["wrt"] == "input":
+            out = np.where(x > 0, dy, w * dy)
+        else:
+            out = np.where(x > 0, 0.0, x * dy)
+    return _round_float(np.broadcast_to(out, x.shape), dtype)
+
+
+PRELU_WRT = ("input", "weight")
+
+PRELU: tuple[OpDef, ...] = (
+    OpDef("PreluBackward", ("x", "w", "dy"), (Attr("wrt", one_of(PRELU_WRT, "wrt")),), _prelu_backward,
+          _op_prelu_backward,
+          # one constructor per gradient (a lower-case field value would read as a rule variable)
+          (Ctor("PreluBwdInput", "PreluBackward", (), 3, (head("PreluBwdInput"),), implies=(("wrt", "input"),)),
+           Ctor("PreluBwdWeight", "PreluBackward", (), 3, (head("PreluBwdWeight"),), implies=(("wrt", "weight"),))),
+          domain="gating", torch="prelu_backward", backward=True,
+          sample=({"wrt": "weight"}, (((2, 3, 2), "f32"), ((1, 3, 1), "f32"), ((2, 3, 2), "f32")))),
+)
+
+OPS: tuple[OpDef, ...] = GLU + PRELU
