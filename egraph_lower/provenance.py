@@ -4,7 +4,8 @@ At an e-class, the chosen e-node `n` came from rule `r` when another e-node `m`
 of the class matches `r`'s left-hand side and `r`'s right-hand side, under that
 match, has `n`'s head and `n`'s children (a subterm of the right-hand side
 matches a child class that holds an e-node of the subterm's head; two levels
-are compared, which tells the catalogue's rules apart).
+are compared, and where several rules fit so, up to `FIT_DEPTH` levels, which tells the catalogue's
+rules apart).
 Only classes holding more than one e-node can have been rewritten.
 """
 
@@ -22,6 +23,11 @@ from .rules.dsl import App, Lit, Rule, Term, Var
 
 Binding = dict[str, Any]
 _KINDED = ("Act", "ActBwd", "ActBwdOut", "Bin", "Cmp")
+# levels of heads below the chosen e-node's children compared where several rules could have made it: the
+# pointwise convolution gradients differ from the im2col ones only five levels down (`Reshape xmat x` in
+# place of `Im2Col x`); a rule that made the e-node fits at any depth, since the rule added every e-node
+# of its right-hand side
+FIT_DEPTH = 6
 
 
 def _head(ctor: str, fields: Sequence[Any]) -> tuple[str, str]:
@@ -161,10 +167,17 @@ class Matcher:
         key = (sig[chosen], tuple(sorted(sig[m] for m in members)),
                *(tuple(sorted(sig[n] for n in self.nodes[k])) for k in t.children[chosen]))
         if key not in self._seen:
-            self._seen[key] = self._find(members, chosen)
+            found = self._find(members, chosen)
+            self._seen[key] = None if found is None else found[0]
         return self._seen[key]
 
-    def _find(self, members: Sequence[int], chosen: int) -> str | None:
+    def made_from(self, cls: int, chosen: int) -> tuple[str, int] | None:
+        """The rule that made the chosen e-node of `cls` and the member its left-hand side matched (where
+        a class holds several e-nodes of that head, as two Conv2d of two input-gradient forms), or None."""
+        members = self.nodes[cls]
+        return None if len(members) < 2 else self._find(members, chosen)
+
+    def _find(self, members: Sequence[int], chosen: int) -> tuple[str, int] | None:
         t = self.t
         want = _head(t.ctor[chosen], t.fields[chosen])
         found: list[tuple[Rule, int]] = []
@@ -174,10 +187,10 @@ class Matcher:
         if len(found) > 1:  # tell them apart by the heads one level down
             found = [(r, m) for r, m in found if self._heads_fit(r.rhs, chosen)]
         if len(found) == 1:
-            return found[0][0].name
+            return found[0][0].name, found[0][1]
         for r, m in found:
             if self._fits(r, m, chosen):
-                return r.name
+                return r.name, m
         return None
 
     def _heads_fit(self, rhs: Term, chosen: int) -> bool:
@@ -199,6 +212,6 @@ class Matcher:
         assert isinstance(rhs, App) and isinstance(lhs, App)
         for b in self._match_node(lhs, m, {}):
             b1 = _params_fit(rhs.params, t.fields[chosen], b)
-            if b1 is not None and all(self._shallow(s, k, b1, 2) for s, k in zip(rhs.args, t.children[chosen])):
+            if b1 is not None and all(self._shallow(s, k, b1, FIT_DEPTH) for s, k in zip(rhs.args, t.children[chosen])):
                 return True
         return False

@@ -155,10 +155,16 @@ def test_the_weight_gradient_as_a_convolution(case: tuple[Any, ...], tmp_path: P
     graph = conv_step(case, "f64")
     result = el.lower(graph, _no_im2col(tmp_path))
     convs = [n for n in result.graph.nodes if n.op == "Conv2d"]
-    # the forward convolution, the input gradient's and the weight gradient's: stride and dilation exchanged
-    assert len(convs) == 3
-    assert any(n.attrs["stride"] == case[4] and n.attrs["dilation"] == case[2] and n.shape[0] == case[1][1]
-               for n in convs)
+    if list(case[1][2:]) == [1, 1] and case[2] == [1, 1] and case[3] == [0, 0]:
+        # pointwise: x is its own unfolding, so the weight gradient is a MatMul of x and dy as they are,
+        # cheaper than a convolution (conv-bwd-weight-pointwise)
+        assert len(convs) == 2
+        assert any("conv-bwd-weight-pointwise" in (n.name or "") for n in result.graph.nodes if n.op == "MatMul")
+    else:
+        # the forward convolution, the input gradient's and the weight gradient's: stride and dilation exchanged
+        assert len(convs) == 3
+        assert any(n.attrs["stride"] == case[4] and n.attrs["dilation"] == case[2] and n.shape[0] == case[1][1]
+                   for n in convs)
     assert_lowering_matches(graph, result.graph, _feeds(graph, "f64"))
 
 
@@ -254,3 +260,33 @@ def test_the_explore_report_shows_each_backends_choice_per_convolution() -> None
     assert neither["Conv2d"]["rules"] == ["conv-im2col"] and "Conv2d" not in metal and "Conv2d" not in plain
     for chosen in (metal, plain, neither):
         assert chosen["Conv2dBackwardWeight"]["rules"][0].startswith("conv-bwd-weight-")
+
+
+# issue 22: a depthwise-separable network's convolutions on a backend without a convolution kernel
+_SEPARABLE = [
+    (((2, 4, 6, 6), (4, 1, 3, 3), [1, 1], [1, 1], [1, 1], 4), None, None),  # depthwise
+    (((2, 4, 6, 6), (6, 4, 1, 1), [1, 1], [0, 0], [1, 1], 1), "conv-bwd-input-pointwise", "conv-bwd-weight-pointwise"),
+    (((2, 4, 5, 6), (6, 2, 1, 1), [1, 1], [0, 0], [2, 1], 2), "conv-bwd-input-pointwise", "conv-bwd-weight-pointwise"),
+]
+
+
+@pytest.mark.parametrize("case,input_rule,weight_rule", _SEPARABLE)
+def test_stride_1_and_pointwise_gradients_take_fewer_kernels_on_wgpu(case: tuple[Any, ...], input_rule: str | None,
+                                                                     weight_rule: str | None) -> None:
+    graph = conv_step(case)
+    result = el.lower(graph, "wgpu")
+    names = [n.name or "" for n in result.graph.nodes]
+    counts = result.graph.op_counts()
+    # no spread-out copy of dy (stride 1: conv-bwd-input-conv-s1, the only runnable form without one, whose
+    # convolution conv-im2col then names), and for a 1 x 1 kernel no unfolding of dy or of x either
+    assert "Conv2dDilatePad" not in counts
+    if input_rule is None:
+        assert counts["Conv2dColumns"] == 2  # the forward convolution's and the input gradient's
+    else:
+        assert any(input_rule in name for name in names)
+    if weight_rule is not None:
+        assert any(weight_rule in name for name in names)
+        assert "Im2Col" not in counts
+        # the forward convolution's unfolding is the only one left
+        assert counts.get("Conv2dColumns", 0) == 1
+    assert_lowering_matches(graph, result.graph, _feeds(graph))

@@ -53,14 +53,12 @@ def made_by(d: Describer, rules: Mapping[str, Rule], c: int, n: int) -> list[str
     out: list[str] = []
     seen = {n}
     while True:
-        name = d.matcher.rule_of(c, n)
-        if name is None or name not in rules:
+        made = d.matcher.made_from(c, n)
+        if made is None or made[0] not in rules:
             return out[::-1]
+        name, m = made
         out.append(name)
-        lhs = rules[name].lhs
-        assert isinstance(lhs, App)
-        m = next((m for m in d.nodes_by_class[c] if t.ctor[m] == lhs.ctor and m not in seen), None)
-        if m is None or (c in d.origins and is_own(t, m, d.origins[c], d.graph)):
+        if m in seen or (c in d.origins and is_own(t, m, d.origins[c], d.graph)):
             return out[::-1]
         seen.add(m)
         n = m

@@ -35,7 +35,12 @@ rules: `kernel`, weight_shape's last two entries (for Im2Col), and `kh`, `kw` (t
 integers), `xsplit` [N, G, C/G, H, W] and `xfold` [C/G, G*N, H, W] (x's shape regrouped) and
 `crop` (the axes, of 2 and 3, along which the gradient as a convolution comes out longer than
 the kernel: `convmath.weight_conv_size`) and `dymat` (dy's shape as [N, G, O/G, OH*OW]), the
-last four read from x's shape at load time.
+last four read from x's shape at load time; `xmat` (x as [N, G, C/G, H*W]) and `pointwise` (1 for a
+1 x 1 kernel with stride 1 and no padding, where Im2Col(x) is x regrouped as `xmat`).
+Conv2dBackwardInput's constructor carries, read from dy's shape: `unit` (1 where the stride is 1 and
+d(k-1) - p is nowhere negative) and `tpad` (that padding, H + p - OH along each axis: the input gradient
+as a convolution of dy itself), `pointwise` (stride 1, no padding, dy of x's spatial size: a 1 x 1
+kernel), `dymat` (dy as [N, G, O/G, OH*OW]) and `wmat` ([G, O/G, C/G], a pointwise w as matrices).
 
 The 3-D ops are the same over three spatial axes [D, H, W] (D first in every list): `Conv3d`,
 `ConvTranspose3d`, `Conv3dBackwardInput`, `Conv3dBackwardWeight`, `Im2Col3d` ([N, G, Cg*KD*KH*KW,
@@ -285,6 +290,65 @@ def _crop(attrs: Mapping[str, Any], x: Sequence[int]) -> str:
                       if convmath.weight_conv_size(x[2 + i], k[i], s[i], p[i], d[i]) > k[i]])
 
 
+def _x_matrices(attrs: Mapping[str, Any], x: Sequence[int]) -> str:
+    """x [N, C, *S] as a matrix per sample and group, [N, G, C/G, prod(S)] (the same elements): the
+    unfolded input of a pointwise convolution."""
+    g = int(attrs["groups"])
+    return ints_text([x[0], g, x[1] // g, math.prod(x[2:])])
+
+
+def _weight_pointwise(attrs: Mapping[str, Any], x: Sequence[int]) -> int:
+    """1 where the convolution is pointwise (a 1 x 1 kernel, stride 1, no padding): its unfolded input
+    is x itself, regrouped (`xmat`)."""
+    s, p, _, _ = _params(attrs)
+    return int(all(k == 1 for k in attrs["weight_shape"][2:]) and all(v == 1 for v in s) and not any(p))
+
+
+def _input_pointwise(attrs: Mapping[str, Any], dy: Sequence[int]) -> int:
+    """1 where the convolution whose input gradient this is is pointwise: stride 1, no padding and dy of
+    the input's spatial size (so the kernel is 1 along every axis, whatever the dilation)."""
+    s, p, _, _ = _params(attrs)
+    return int(all(v == 1 for v in s) and not any(p) and tuple(dy[2:]) == tuple(attrs["input_shape"][2:]))
+
+
+def _input_dy_matrices(attrs: Mapping[str, Any], dy: Sequence[int]) -> str:
+    """dy [N, O, *O'] as [N, G, O/G, prod(O')] (the same elements)."""
+    g = int(attrs["groups"])
+    return ints_text([dy[0], g, dy[1] // g, math.prod(dy[2:])])
+
+
+def _input_w_matrices(attrs: Mapping[str, Any], dy: Sequence[int]) -> str:
+    """A pointwise convolution's w [O, C/G, 1, ...] as [G, O/G, C/G] (the same elements)."""
+    g = int(attrs["groups"])
+    return ints_text([g, dy[1] // g, attrs["input_shape"][1] // g])
+
+
+def _transposed_padding(attrs: Mapping[str, Any], dy: Sequence[int]) -> list[int]:
+    """With stride 1, the padding d(k-1) - p of the input gradient as a plain convolution of dy: from
+    OH = H + 2p - d(k-1), it is H + p - OH along each axis."""
+    _, p, _, _ = _params(attrs)
+    return [attrs["input_shape"][2 + i] + p[i] - dy[2 + i] for i in range(len(p))]
+
+
+def _input_unit_stride(attrs: Mapping[str, Any], dy: Sequence[int]) -> int:
+    """1 where the stride is 1 and the padding d(k-1) - p is nowhere negative: the input gradient is then
+    a convolution of dy itself, padded, with no spread-out copy of dy (Conv2dDilatePad)."""
+    s, _, _, _ = _params(attrs)
+    return int(all(v == 1 for v in s) and min(_transposed_padding(attrs, dy)) >= 0)
+
+
+def _input_conv(nd: int) -> tuple[Field, ...]:
+    """Conv{2,3}dBackwardInput's derived fields, read from dy's shape at load time: `unit` and `tpad`
+    (the stride-1 form), `pointwise`, `dymat` and `wmat` (the pointwise form as a MatMul)."""
+    return (
+        Field("unit", I64, _input_unit_stride, None, source=WHOLE, shaped=True),
+        Field("tpad", STRING, lambda a, dy: ints_text(_transposed_padding(a, dy)), None, source=WHOLE, shaped=True),
+        Field("pointwise", I64, _input_pointwise, None, source=WHOLE, shaped=True),
+        Field("dymat", STRING, _input_dy_matrices, None, source=WHOLE, shaped=True),
+        Field("wmat", STRING, _input_w_matrices, None, source=WHOLE, shaped=True),
+    )
+
+
 def _kernel_size(i: int) -> Any:
     return lambda v, rank: int(v[2 + i])
 
@@ -300,6 +364,8 @@ def _weight_conv(nd: int) -> tuple[Field, ...]:
         Field("xfold", STRING, lambda a, x: ints_text(_groups_in_batch(a, x)[1]), None, source=WHOLE, shaped=True),
         Field("crop", STRING, _crop, None, source=WHOLE, shaped=True),
         Field("dymat", STRING, _dy_matrices, None, source=WHOLE, shaped=True),
+        Field("xmat", STRING, _x_matrices, None, source=WHOLE, shaped=True),
+        Field("pointwise", I64, _weight_pointwise, None, source=WHOLE, shaped=True),
     )
 
 
@@ -364,7 +430,7 @@ def _ops(nd: int) -> tuple[tuple[OpDef, ...], tuple[OpDef, ...]]:
     bwd = (
         OpDef(n["bwd_input"], ("dy", "w"), common + (_shape_attr("input_shape", nd),),
               _backward_input("input_shape"), _input_grad("input_shape"),
-              (Ctor(ctor["bwd_input"], n["bwd_input"], _FIELDS + (ints("input_shape"),), 2,
+              (Ctor(ctor["bwd_input"], n["bwd_input"], _FIELDS + (ints("input_shape"),) + _input_conv(nd), 2,
                     (head(n["bwd_input"]),)),), domain="conv", torch=f"{k}_backward_input", backward=True,
               sample=({**sample, "input_shape": list(x[0])}, (dy, w))),
         OpDef(n["bwd_weight"], ("x", "dy"), common + (_shape_attr("weight_shape", nd),), _backward_weight,

@@ -70,7 +70,8 @@ def _rules(nd: int) -> tuple[Rule, ...]:
     rest = list(range(2, nd + 2))  # the spatial axes
     swap01 = _ints([1, 0] + rest)  # N and C (O) exchanged
     kfields = " ".join(f"k{a}" for a in _LETTERS[nd])
-    w_lhs = f"({n['bwd_weight']} s p d g wshape k {kfields} xsplit xfold {{crop}} dymat x dy)"
+    w_lhs = f"({n['bwd_weight']} s p d g wshape k {kfields} xsplit xfold {{crop}} dymat xmat {{pw}} x dy)"
+    x_lhs = f"({n['bwd_input']} s p d g ishape {{unit}} tpad {{pw}} dymat wmat dy w)"
     w_conv = (f"({n['conv']} d p s g (Reshape xfold (Transpose {_ints([2, 1, 0] + [a + 1 for a in rest])} "
               f"(Reshape xsplit x))) (Transpose {swap01} dy))")
     # crop field -> (rule name suffix, the Slices that crop the convolution's output `c` to the kernel)
@@ -85,9 +86,9 @@ def _rules(nd: int) -> tuple[Rule, ...]:
     lower_x = f"({n['conv']} {one} {zero} d g ({n['dilate_pad']} s p d {{shape}} {{x}} w) ({n['flip']} g w))"
     return (
         rule(f"{pre}-bwd-input-transpose", "d conv / dx = conv_transpose(dy, w) with the output shape of x",
-             f"({n['bwd_input']} s p d g ishape dy w)", f"({n['transpose']} s p d g ishape dy w)", group="backward"),
+             x_lhs.format(unit="unit", pw="pw"), f"({n['transpose']} s p d g ishape dy w)", group="backward"),
         rule(f"{pre}-bwd-input-conv", "d conv / dx = conv(dilate_pad(dy), flip(w)), stride 1, no padding",
-             f"({n['bwd_input']} s p d g ishape dy w)", lower_x.format(shape="ishape", x="dy"), group="backward"),
+             x_lhs.format(unit="unit", pw="pw"), lower_x.format(shape="ishape", x="dy"), group="backward"),
         rule(f"{pre}-transpose-conv", "conv_transpose(x, w) = conv(dilate_pad(x), flip(w)), stride 1, no padding",
              f"({n['transpose']} s p d g oshape x w)", lower_x.format(shape="oshape", x="x"), group="forward"),
         rule(f"{pre}-im2col", "conv(x, w) = merge(w_matrix @ columns(x)), per sample, group and output row",
@@ -98,16 +99,35 @@ def _rules(nd: int) -> tuple[Rule, ...]:
                "d conv / dw = conv(x with N, C exchanged (groups in N), dy with N, O exchanged), stride d,"
                " dilation s, padding p, result's first two axes exchanged"
                + (f", cropped to the kernel along axes {crop}" if suffix else ""),
-               w_lhs.format(crop=crop), f"(Transpose {swap01} {cropped})", group="backward", lets={"c": w_conv})
+               w_lhs.format(crop=crop, pw="pw"), f"(Transpose {swap01} {cropped})", group="backward", lets={"c": w_conv})
           for crop, suffix, cropped in crops),
         rule(f"{pre}-bwd-weight-im2col", "d conv / dw = sum_n dy_flat(n) im2col(x)(n)^T, per group",
-             w_lhs.format(crop="crop"),
+             w_lhs.format(crop="crop", pw="pw"),
              f"(Reshape wshape (Reduce.Sum [0] 0 (MatMul (Reshape dymat dy) "
              f"(Transpose [0,1,3,2] ({n['im2col']} k s p d g x)))))", group="backward"),
         rule(f"{pre}-bwd-weight-im2col-t", "d conv / dw = (sum_n im2col(x)(n) dy_flat(n)^T)^T, per group",
-             w_lhs.format(crop="crop"),
+             w_lhs.format(crop="crop", pw="pw"),
              f"(Reshape wshape (Transpose [0,2,1] (Reduce.Sum [0] 0 (MatMul ({n['im2col']} k s p d g x) "
              f"(Transpose [0,1,3,2] (Reshape dymat dy))))))", group="backward"),
+        # the rules after these are issue 22's: forms with fewer kernels and less traffic where the
+        # backend has no convolution kernel
+        rule(f"{pre}-bwd-input-conv-s1", "d conv / dx = conv(dy, flip(w)), stride 1, padding d(k-1) - p"
+             " (stride 1: no spread-out copy of dy)",
+             x_lhs.format(unit="1", pw="pw"), f"({n['conv']} {one} tpad d g dy ({n['flip']} g w))", group="backward"),
+        rule(f"{pre}-bwd-input-pointwise", "d conv / dx = w_g^T dy_g per sample and group (1 x 1 kernel,"
+             " stride 1, no padding)",
+             x_lhs.format(unit="unit", pw="1"),
+             "(Reshape ishape (MatMul (Transpose [0,2,1] (Reshape wmat w)) (Reshape dymat dy)))", group="backward"),
+        rule(f"{pre}-bwd-weight-pointwise", "d conv / dw = sum_n dy_g(n) x_g(n)^T (1 x 1 kernel, stride 1,"
+             " no padding: im2col(x) is x)",
+             w_lhs.format(crop="crop", pw="1"),
+             "(Reshape wshape (Reduce.Sum [0] 0 (MatMul (Reshape dymat dy) (Transpose [0,1,3,2] (Reshape xmat x)))))",
+             group="backward"),
+        rule(f"{pre}-bwd-weight-pointwise-t", "d conv / dw = (sum_n x_g(n) dy_g(n)^T)^T (1 x 1 kernel,"
+             " stride 1, no padding)",
+             w_lhs.format(crop="crop", pw="1"),
+             "(Reshape wshape (Transpose [0,2,1] (Reduce.Sum [0] 0 (MatMul (Reshape xmat x) "
+             "(Transpose [0,1,3,2] (Reshape dymat dy))))))", group="backward"),
     )
 
 

@@ -1,8 +1,9 @@
 """The domain of the convolution rules: the convolutions of `CONV_CASES`.
 
 Grouped and depthwise convolutions, strides that skip input rows and columns (positions no tap
-reads, whose gradient is 0), padding past the kernel's reach, dilation, asymmetric kernels and a 1-D
-convolution as height 1, each only for the rules whose lhs matches it. Transposed convolutions are
+reads, whose gradient is 0), padding past the kernel's reach, dilation, asymmetric kernels, a 1-D
+convolution as height 1, stride 1 with "same" padding and with padding d(k-1) (the input gradient a
+convolution of dy unpadded along that axis), pointwise (1 x 1) kernels, grouped and dilated, each only for the rules whose lhs matches it. Transposed convolutions are
 checked on the same cases, their x of the shape of the convolution's dy and their output of x's
 (output padding: the rows the stride skips). Values of mixed magnitudes
 (1e-3 to 1e2, both signs) with exact zeros: a channel of x and a sample of dy all 0.
@@ -33,6 +34,10 @@ CONV_CASES: tuple[tuple[tuple[int, ...], tuple[int, ...], list[int], list[int], 
     ((2, 4, 8, 8), (4, 1, 3, 3), [2, 2], [1, 1], [1, 1], 4),  # depthwise, stride 2 on even sizes
     ((2, 6, 1, 11), (3, 2, 1, 3), [1, 2], [0, 2], [1, 2], 3),  # 1-D as height 1: a stride along W only
     ((1, 2, 9, 7), (2, 2, 2, 2), [3, 3], [3, 0], [2, 1], 1),  # padding past the kernel's reach
+    ((2, 4, 5, 6), (4, 1, 3, 3), [1, 1], [1, 1], [1, 1], 4),  # depthwise, stride 1, "same" padding
+    ((2, 4, 3, 5), (6, 2, 1, 1), [1, 1], [0, 0], [2, 1], 2),  # pointwise (1 x 1), grouped, dilated
+    ((2, 3, 4, 4), (2, 3, 1, 1), [1, 1], [0, 0], [1, 1], 1),  # pointwise, plain
+    ((1, 2, 5, 6), (3, 2, 3, 1), [1, 1], [2, 0], [2, 1], 1),  # stride 1, padding d(k-1) - p = 0 along H
 )
 
 # the same for 3-D convolutions; the comment names the crop axes (D 2, H 3, W 4) of each
@@ -45,6 +50,8 @@ CONV3D_CASES: tuple[tuple[tuple[int, ...], tuple[int, ...], list[int], list[int]
     ((1, 2, 5, 3, 5), (2, 1, 1, 3, 1), [3, 1, 3], [0, 1, 0], [1, 1, 1], 2),  # [2,4]: grouped
     ((1, 2, 3, 5, 5), (2, 2, 2, 2, 1), [1, 2, 3], [0, 1, 0], [2, 1, 1], 1),  # [3,4]
     ((1, 2, 5, 5, 5), (2, 2, 1, 2, 1), [3, 2, 3], [0, 1, 0], [1, 1, 1], 1),  # [2,3,4]
+    ((1, 3, 3, 4, 3), (3, 1, 3, 2, 1), [1, 1, 1], [1, 0, 0], [1, 2, 1], 3),  # []: depthwise, stride 1
+    ((2, 4, 2, 3, 2), (2, 2, 1, 1, 1), [1, 1, 1], [0, 0, 0], [1, 2, 1], 2),  # []: pointwise, grouped
 )
 
 
