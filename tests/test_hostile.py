@@ -175,7 +175,9 @@ def test_a_limit_that_stops_saturation_early_is_named_and_reported(backend: str,
 
 
 def test_saturation_stops_before_the_memory_runs_out(work: Path) -> None:
-    (work / "chain.json").write_text(chain(60_000))  # about a million e-nodes once lowered: over 1 GiB
+    # about 1.9M e-nodes once lowered, 1.2 GB at memory.ENODE_BYTES (1.0 GB measured): over what 1 GiB of address
+    # space leaves (60,000 ops, 0.77M e-nodes, fit in it at the 640 bytes an e-node measured)
+    (work / "chain.json").write_text(chain(150_000))
 
     def one_gigabyte() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
