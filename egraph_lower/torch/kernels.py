@@ -69,6 +69,7 @@ from .kernels_conv import (conv3d, conv3d_backward_input, conv3d_backward_weight
 from .kernels_views import slice_scatter
 from .kernels_strided import (as_strided, as_strided_scatter, masked_scatter, masked_scatter_backward,
                               strided_index, strided_scatter_index)
+from .kernels_views import diagonal, diagonal_backward, diagonal_scatter, repeat, select_scatter
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -118,6 +119,7 @@ __all__ += ["conv3d", "conv3d_backward_input", "conv3d_backward_weight", "conv3d
 __all__ += ["slice_scatter"]
 __all__ += ["as_strided", "as_strided_scatter", "masked_scatter", "masked_scatter_backward", "strided_index",
             "strided_scatter_index"]
+__all__ += ["diagonal", "diagonal_scatter", "diagonal_backward", "select_scatter", "repeat"]
 
 
 def _dtype(name: str) -> torch.dtype:
