@@ -124,3 +124,10 @@ def _unbind_copy(ctx: Context, a: dict[str, Any]) -> tuple[int, ...]:
     piece = [*shape[:axis], *shape[axis + 1:]]
     return tuple(ctx.add("Reshape", (_acts._slice(ctx, x, axis, i, i + 1, 1),), {"shape": piece})
                  for i in range(shape[axis]))
+
+
+@handles("_efficientzerotensor.default")
+def _efficient_zero_tensor(ctx: Context, a: dict[str, Any]) -> int:
+    """A tensor of zeros (aten's marker for a gradient known to be zero: sgn's of a real input)."""
+    shape, dt = ctx.out()
+    return ctx.const(False if dt == "bool" else 0, dt, shape)
