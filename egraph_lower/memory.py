@@ -21,9 +21,11 @@ from .dtypes import ITEMSIZE
 from .errors import LowerError
 from .graph import Graph
 
-# Peak resident memory over the final e-nodes, lowering a 100k chain of backward ops: 670 bytes
-# (metal, 1.28M e-nodes) to 820 bytes (wgpu, 2.2M), graph, e-graph, extraction and output included.
-ENODE_BYTES = 1024
+# Peak resident memory over the final e-nodes, graph, e-graph, extraction and output included
+# (2026-12-06, `bench/scale.py`'s chains): 587 bytes lowering the 100k chain for wgpu (2.2M e-nodes),
+# 508 for metal (1.28M), 432 for the 1M chain for metal (12.75M). 1 KiB refused the 1M chain with
+# 8 GiB left, which it lowers in 5.4 GB.
+ENODE_BYTES = 640
 # The reference evaluator computes in float64 (8 bytes an element) with temporaries.
 WORK_BYTES_PER_ELEMENT = 24
 

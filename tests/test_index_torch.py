@@ -227,3 +227,17 @@ def test_one_sample_cross_entropy_step_compiles_whole(backend: str) -> None:
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
     assert be.unlowered_ops == {}
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+def test_gather_and_scatter_add_of_an_empty_index_lower_whole(target: str) -> None:
+    """aten skips gather's and scatter_add's rank checks for an index without elements (a [2, 0] index of
+    a 1-d x: OpInfo's sample); the format's Gather and ScatterAdd would refuse it, so the importer maps
+    the result it gives: an empty gather, x unchanged. Before, both ran in PyTorch."""
+    from support import compiled_strict
+
+    x, src, index = torch.randn(5), torch.randn(2, 0), torch.zeros(2, 0, dtype=torch.long)
+    (y,) = compiled_strict(lambda x: (torch.gather(x, 0, index),), x, target=target)
+    assert y.shape == (2, 0)
+    (z,) = compiled_strict(lambda x, s: (torch.scatter_add(x, 0, index, s) * 2,), x, src, target=target)
+    torch.testing.assert_close(z, x * 2)

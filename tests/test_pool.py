@@ -26,7 +26,8 @@ SHAPE = (2, 3, 7, 8)
 POOL_RULES = [name for name in BY_NAME if "pool" in name]
 
 @pytest.mark.parametrize("attrs", [AVG, {**AVG, "count_include_pad": True, "ceil_mode": False},
-                                   {**AVG, "divisor_override": 5, "stride": [1, 2]}])
+                                   {**AVG, "divisor_override": 5, "stride": [1, 2]},
+                                   {**AVG, "divisor_override": -3}])
 def test_avg_pool_backward_is_the_derivative(attrs: dict[str, Any]) -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal(SHAPE)

@@ -250,6 +250,13 @@ def test_round_trip_forward_ops() -> None:
     assert imported.aten_ops["aten.addmm.default"] == 1
 
 
+def test_transposes_of_a_0d_tensor_are_the_tensor() -> None:
+    """aten takes dims 0 and -1 for a 0-d tensor (OpInfo's transpose sample); the importer raised IndexError."""
+    s = torch.tensor(2.5)
+    imported = _round_trip(lambda s: (s.transpose(0, 0) * 2, s.transpose(-1, 0) + 1, s.permute(()) - 1), s)
+    assert "Transpose" not in {n.op for n in imported.graph.nodes}
+
+
 def test_round_trip_batch_norm_eval() -> None:
     x, g = torch.randn(5, 3), torch.randn(5, 3)
     w, b, m, v = torch.rand(3) + 0.5, torch.randn(3), torch.randn(3), torch.rand(3) + 0.5

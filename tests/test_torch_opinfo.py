@@ -93,7 +93,7 @@ def _expressible(opinfo: Any, s: Any) -> bool:
     cannot state run in PyTorch as they are (tests/test_torch_fallback.py): a negative `eps` (layer
     and batch norm take eps >= 0), the softmax of a 0-d tensor (Softmax needs an axis), NLL loss
     of an input without a batch axis, convolution with padding="same" (aten pads it with
-    constant_pad_nd, which is not mapped), a divisor_override <= 0, an index op's bool or uint8
+    constant_pad_nd, which is not mapped), a divisor_override of 0 (eager raises), an index op's bool or uint8
     index (`_INDEXED`). Left out as well: layer norm
     over one element, whose gradient is 0 as the difference of two terms of size |dy*w|/sqrt(eps):
     eager's formula cancels them exactly, the expansion leaves an ulp of them (3.7e-5 in f32 for
@@ -105,7 +105,7 @@ def _expressible(opinfo: Any, s: Any) -> bool:
                 or (name.endswith("softmax") and s.input.dim() == 0)
                 or (name.endswith("nll_loss") and s.input.dim() < 2)
                 or (name.endswith("conv2d") and isinstance(kw.get("padding"), str))
-                or (isinstance(divisor, int) and divisor <= 0)
+                or divisor == 0
                 or (name.endswith("layer_norm") and math.prod(s.args[0]) == 1)
                 or any(isinstance(t, torch.Tensor) and t.dtype in (torch.bool, torch.uint8)
                        for t in pytree.tree_leaves((s.args, s.kwargs)) if name in _INDEXED))

@@ -41,6 +41,7 @@ AVG_CASES = [
     ([3, 3], [2, 2], [1, 1], True, True, None),
     ([3, 3], [2, 2], [1, 1], True, False, None),
     ([3, 2], [1, 2], [1, 1], False, False, 4),
+    ([2, 2], [2, 2], [0, 0], False, True, -2),  # aten divides by a negative override too
     ([2, 3], [3, 2], [1, 1], True, True, None),
 ]
 

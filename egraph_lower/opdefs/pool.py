@@ -63,8 +63,8 @@ def _flag_field(name: str, default: bool = False) -> Field:
 
 
 def _divisor_check(v: Any) -> None:
-    if v is not None and not (is_int(v) and v > 0):
-        raise ValueError(f"attribute 'divisor_override' must be a positive integer or null, got {v!r}")
+    if v is not None and not (is_int(v) and v != 0):  # aten's check: a negative divisor divides too
+        raise ValueError(f"attribute 'divisor_override' must be a nonzero integer or null, got {v!r}")
 
 
 def _input_shape_attr(ranks: tuple[int, ...]) -> Attr:

@@ -288,6 +288,8 @@ def _perm(ctx: Context, x: int, dims: Sequence[int]) -> list[int]:
 
 def _transpose_perm(ctx: Context, x: int, d0: int, d1: int) -> dict[str, Any]:
     perm = list(range(len(ctx.shape(x))))
+    if not perm:  # a 0-d tensor: aten takes dims 0 and -1 there, and it is its own transpose
+        return {"perm": perm}
     i, j = _perm(ctx, x, (d0, d1))
     perm[i], perm[j] = perm[j], perm[i]
     return {"perm": perm}

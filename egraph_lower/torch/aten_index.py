@@ -77,8 +77,17 @@ def _as_out(ctx: Context, nid: int, index: int | None = None) -> int:
     return _reshaped(ctx, nid, ctx.out(index)[0])
 
 
+def _empty(ctx: Context, index: int) -> bool:
+    """An index without elements: aten skips gather's and scatter's shape checks for it (an empty
+    [2, 0] index of a 1-d x is OpInfo's sample), which the format's Gather and ScatterAdd make."""
+    return 0 in ctx.shape(index)
+
+
 @handles("gather.default")
 def _gather(ctx: Context, a: dict[str, Any]) -> int:
+    if _empty(ctx, ctx.t(a["index"])):  # its result is empty too: nothing is read
+        shape, dt = ctx.out()
+        return ctx.const(0, dt, shape)
     x, index = (_rank1(ctx, ctx.t(a[k])) for k in ("self", "index"))
     return _as_out(ctx, ctx.add("Gather", (x, index), {"axis": int(a["dim"])}))
 
@@ -86,6 +95,8 @@ def _gather(ctx: Context, a: dict[str, Any]) -> int:
 @handles("scatter_add.default")
 def _scatter_add(ctx: Context, a: dict[str, Any]) -> int:
     dt = ctx.out_dtype()
+    if _empty(ctx, ctx.t(a["index"])):  # nothing is added: x
+        return ctx.cast(ctx.t(a["self"]), dt)
     x, src = (_rank1(ctx, ctx.cast(ctx.t(a[k]), dt)) for k in ("self", "src"))
     return _as_out(ctx, ctx.add("ScatterAdd", (x, _rank1(ctx, ctx.t(a["index"])), src), {"axis": int(a["dim"])}))
 
