@@ -66,3 +66,5 @@ from opinfo_trilinear import ENTRIES as _trilinear  # noqa: E402
 OPINFO_BACKWARD.update(_trilinear)
 from opinfo_views import ENTRIES as _views  # noqa: E402
 OPINFO_BACKWARD.update(_views)
+from opinfo_diag import ENTRIES as _diag  # noqa: E402
+OPINFO_BACKWARD.update(_diag)

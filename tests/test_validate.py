@@ -293,6 +293,12 @@ ALL_OPS = doc(
     inp(2231, [1, 3, 1], name="prw"),
     node(2232, "PreluBackward", [2230, 2231, 2230], [2, 3, 2], F, {"wrt": "input"}),
     node(2233, "PreluBackward", [2230, 2231, 2230], [2, 3, 2], F, {"wrt": "weight"}),
+    # diagonals, select_scatter and repeat (version 3, views19: ids 2250-2259)
+    node(2250, "Diagonal", [0], [2], F, {"offset": 0, "dim1": 0, "dim2": 1}),
+    node(2251, "DiagonalScatter", [0, 2250], [2, 3], F, {"offset": -1, "dim1": 1, "dim2": 0}),
+    node(2252, "DiagonalBackward", [2250], [2, 3], F, {"shape": [2, 3], "offset": 0, "dim1": 0, "dim2": 1}),
+    node(2253, "SelectScatter", [0, 2], [2, 3], F, {"axis": 0, "index": -1}),
+    node(2254, "Repeat", [0], [2, 2, 6], F, {"reps": [2, 1, 2]}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -315,7 +321,8 @@ ALL_OPS = doc(
              2003, 2004, 2005, 2006, 2007, 2008, 2009, 2011, 2012,
              2041,
              2151, 2152, 2153, 2154, 2155,
-             2232, 2233],
+             2232, 2233,
+             2251, 2252, 2253, 2254],
     name="all ops",
 )
 
