@@ -1,4 +1,4 @@
-"""Hugging Face GPT-2 and BERT train one step through egraph_lower's torch backend as in eager.
+"""Hugging Face GPT-2, BERT, LLaMA and T5 train one step through egraph_lower's torch backend as in eager.
 
 Random weights from small configs (nothing downloaded); skipped without torch or
 transformers (`pip install '.[transformers]'`, which `.ci/run` does). Dropout is 0 so
@@ -47,10 +47,35 @@ def _bert() -> tuple[Any, Callable[[Any], Any]]:
     return model, lambda m: m(input_ids=ids, labels=labels).loss
 
 
-@pytest.mark.parametrize(("name", "target"), [("gpt2", "metal"), ("gpt2", "cpu"), ("bert", "metal")])
+def _llama() -> tuple[Any, Callable[[Any], Any]]:
+    """As shipped: RMSNorm, rotary embeddings, the causal mask built with cumsum, index and bitwise_and
+    (issue 19 found those left in PyTorch), SwiGLU, attention through the sdpa flash kernel."""
+    cfg = transformers.LlamaConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=64, intermediate_size=128,
+                                   vocab_size=128, max_position_embeddings=64)
+    model = transformers.LlamaForCausalLM(cfg)
+    model.loss_type = "ForCausalLM"
+    ids = torch.randint(1, 128, (2, 16))
+    return model, lambda m: m(input_ids=ids, labels=ids).loss
+
+
+def _t5() -> tuple[Any, Callable[[Any], Any]]:
+    """Encoder-decoder with relative position buckets; its labels shifted right with copy, fill,
+    select_scatter and slice_scatter (issue 19 found those left in PyTorch)."""
+    cfg = transformers.T5Config(num_layers=2, num_decoder_layers=2, num_heads=2, d_model=64, d_kv=32, d_ff=128,
+                                vocab_size=128, decoder_start_token_id=0, pad_token_id=0, dropout_rate=0.0)
+    model = transformers.T5ForConditionalGeneration(cfg)
+    ids, labels = torch.randint(1, 128, (2, 16)), torch.randint(1, 128, (2, 12))
+    return model, lambda m: m(input_ids=ids, labels=labels).loss
+
+
+MODELS = {"gpt2": _gpt2, "bert": _bert, "llama": _llama, "t5": _t5}
+
+
+@pytest.mark.parametrize(("name", "target"), [("gpt2", "metal"), ("gpt2", "cpu"), ("bert", "metal"),
+                                              ("llama", "wgpu"), ("t5", "metal")])
 def test_one_training_step_matches_eager(name: str, target: str) -> None:
     torch.manual_seed(0)
-    eager, loss_of = {"gpt2": _gpt2, "bert": _bert}[name]()
+    eager, loss_of = MODELS[name]()
     eager.train()
     compiled = copy.deepcopy(eager)
     be = elt.backend(target)
@@ -71,6 +96,8 @@ def test_one_training_step_matches_eager(name: str, target: str) -> None:
     assert not failed, be.summary()
     assert {g.kind for g in be.graphs} == {"forward", "backward"}
     assert all(g.lowered == 1 for g in be.graphs), be.summary()  # each graph lowered once, whole
+    if name in ("llama", "t5"):
+        assert be.unlowered_ops == {}, be.summary()  # nothing of the forward or the backward left in PyTorch
     if target == "metal":
         assert be.graphs[1].replaced >= 1, be.summary()  # the backward ops run as metal's expansions
         # no backward aten op is left to PyTorch (attention's included: the sdpa flash kernel's backward)
