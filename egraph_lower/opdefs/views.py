@@ -52,14 +52,20 @@ def slice_scatter_geometry(attrs: Mapping[str, Any], shape: Sequence[int]) -> di
             "keep": keep, "before": first, "after": n - first - keep}
 
 
-def _slice_scatter(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+def _written_back(ins: Sequence[Meta], want: Sequence[int], what: str) -> Meta:
+    """A *Scatter's result: x's shape, src's and x's dtypes joined, src having the shape `want` of the
+    part of x it is written into (`what`: "slice", "diagonal", "selection")."""
     (shape, dx), (sshape, ds) = ins
+    if tuple(sshape) != tuple(want):
+        raise ValueError(f"src has shape {show_shape(sshape)}, not the {what}'s {show_shape(want)}")
+    return tuple(shape), join([dx, ds])
+
+
+def _slice_scatter(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    shape = ins[0][0]
     a = _norm_axis(attrs["axis"], len(shape))
     m = len(range(*slice(int(attrs["start"]), int(attrs["end"]), int(attrs["step"])).indices(shape[a])))
-    want = tuple(_with(shape, a, [m]))
-    if tuple(sshape) != want:
-        raise ValueError(f"src has shape {show_shape(sshape)}, not the slice's {show_shape(want)}")
-    return tuple(shape), join([dx, ds])
+    return _written_back(ins, _with(shape, a, [m]), "slice")
 
 
 def _op_slice_scatter(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
@@ -147,11 +153,7 @@ def _diagonal(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
 
 
 def _diagonal_scatter(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    (shape, dx), (sshape, ds) = ins
-    want = _diagonal_shape(attrs, shape)
-    if tuple(sshape) != want:
-        raise ValueError(f"src has shape {show_shape(sshape)}, not the diagonal's {show_shape(want)}")
-    return tuple(shape), join([dx, ds])
+    return _written_back(ins, _diagonal_shape(attrs, ins[0][0]), "diagonal")
 
 
 def _diagonal_backward(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
@@ -273,13 +275,10 @@ def select_geometry(attrs: Mapping[str, Any], shape: Sequence[int]) -> dict[str,
 
 
 def _select_scatter(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    (shape, dx), (sshape, ds) = ins
+    shape = ins[0][0]
     select_geometry(attrs, shape)
     a = _norm_axis(attrs["axis"], len(shape))
-    want = tuple(shape[:a]) + tuple(shape[a + 1:])
-    if tuple(sshape) != want:
-        raise ValueError(f"src has shape {show_shape(sshape)}, not the selection's {show_shape(want)}")
-    return tuple(shape), join([dx, ds])
+    return _written_back(ins, tuple(shape[:a]) + tuple(shape[a + 1:]), "selection")
 
 
 def _op_select_scatter(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
@@ -294,13 +293,18 @@ def _op_select_scatter(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int
     return x
 
 
-def repeat_geometry(reps: Sequence[int], shape: Sequence[int]) -> dict[str, str]:
-    """Repeat's fields: x (its shape padded with leading ones to len(reps)) reshaped to `ishape`
-    [1, s0, 1, s1, ..], expanded to `eshape` [r0, s0, r1, s1, ..] and reshaped to `oshape` [r0 s0, ..]."""
+def _repeat_pairs(reps: Sequence[int], shape: Sequence[int]) -> list[tuple[int, int]]:
+    """(repeat, size) per output axis: x's shape padded with leading ones to len(reps)."""
     if len(reps) < len(shape):
         raise ValueError(f"repeats {list(reps)} are fewer than x's {len(shape)} dimensions")
     padded = [1] * (len(reps) - len(shape)) + [int(s) for s in shape]
-    pairs = list(zip((int(r) for r in reps), padded))
+    return list(zip((int(r) for r in reps), padded))
+
+
+def repeat_geometry(reps: Sequence[int], shape: Sequence[int]) -> dict[str, str]:
+    """Repeat's fields: x (its shape padded with leading ones to len(reps)) reshaped to `ishape`
+    [1, s0, 1, s1, ..], expanded to `eshape` [r0, s0, r1, s1, ..] and reshaped to `oshape` [r0 s0, ..]."""
+    pairs = _repeat_pairs(reps, shape)
     return {"ishape": ints_text([v for _, s in pairs for v in (1, s)]),
             "eshape": ints_text([v for r, s in pairs for v in (r, s)]),
             "oshape": ints_text([r * s for r, s in pairs])}
@@ -308,10 +312,7 @@ def repeat_geometry(reps: Sequence[int], shape: Sequence[int]) -> dict[str, str]
 
 def _repeat(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
     shape, dt = ins[0]
-    reps = [int(r) for r in attrs["reps"]]
-    repeat_geometry(reps, shape)
-    padded = [1] * (len(reps) - len(shape)) + [int(s) for s in shape]
-    return tuple(r * s for r, s in zip(reps, padded)), dt
+    return tuple(r * s for r, s in _repeat_pairs(attrs["reps"], shape)), dt
 
 
 def _op_repeat(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
