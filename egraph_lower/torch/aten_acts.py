@@ -124,12 +124,17 @@ def _bound(v: Any, default: int) -> int:
     return default if v is None else int(v)
 
 
-def _slice(ctx: Context, x: int, axis: int, start: int, end: int, step: int) -> int:
-    shape = ctx.shape(x)
-    rank = len(shape)
+def _dim(ctx: Context, axis: Any, rank: int) -> int:
+    """aten's dim `axis` of a rank-`rank` tensor normalised to [0, rank); refused where out of range."""
+    axis = int(axis)
     if not -rank <= axis < rank:
         raise ctx.refuse(f"dim {axis} is out of range for rank {rank}")
-    axis %= rank
+    return axis % rank
+
+
+def _slice(ctx: Context, x: int, axis: int, start: int, end: int, step: int) -> int:
+    shape = ctx.shape(x)
+    axis = _dim(ctx, axis, len(shape))
     if step < 1:
         raise ctx.refuse(f"slice step {step} (the format's Slice takes step >= 1)")
     if range(*slice(start, end, step).indices(shape[axis])) == range(shape[axis]):

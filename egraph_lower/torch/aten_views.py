@@ -26,14 +26,11 @@ def _bound(v: Any, default: int) -> int:
 def _slice_scatter(ctx: Context, a: dict[str, Any]) -> int:
     shape, dt = ctx.out()
     x, src = (ctx.cast(ctx.t(a[k]), dt) for k in ("self", "src"))
-    rank = len(shape)
-    axis = int(a.get("dim", 0))
-    if not -rank <= axis < rank:
-        raise ctx.refuse(f"dim {axis} is out of range for rank {rank}")
+    axis = _acts._dim(ctx, a.get("dim", 0), len(shape))
     step = int(a.get("step", 1))
     if step < 1:
         raise ctx.refuse(f"slice_scatter step {step} (the format's SliceScatter takes step >= 1)")
-    return ctx.add("SliceScatter", (x, src), {"axis": axis % rank, "start": _bound(a.get("start"), 0),
+    return ctx.add("SliceScatter", (x, src), {"axis": axis, "start": _bound(a.get("start"), 0),
                                               "end": _bound(a.get("end"), sys.maxsize), "step": step})
 
 
@@ -70,15 +67,12 @@ def _diagonal_backward(ctx: Context, a: dict[str, Any]) -> int:
 def _select_scatter(ctx: Context, a: dict[str, Any]) -> int:
     shape, dt = ctx.out()
     x, src = (ctx.cast(ctx.t(a[k]), dt) for k in ("self", "src"))
-    rank = len(shape)
-    axis = int(a["dim"])
-    if not -rank <= axis < rank:
-        raise ctx.refuse(f"dim {axis} is out of range for rank {rank}")
-    n = shape[axis % rank]
+    axis = _acts._dim(ctx, a["dim"], len(shape))
+    n = shape[axis]
     index = int(a["index"])
     if not -n <= index < n:
         raise ctx.refuse(f"index {index} is out of range for an axis of {n}")
-    return ctx.add("SelectScatter", (x, src), {"axis": axis % rank, "index": index % n})
+    return ctx.add("SelectScatter", (x, src), {"axis": axis, "index": index % n})
 
 
 @handles("repeat.default")
@@ -100,11 +94,8 @@ handles("permute_copy.default")(_aten.HANDLERS["aten.permute.default"])
 def _narrow_copy(ctx: Context, a: dict[str, Any]) -> int:
     x = ctx.cast(ctx.t(a["self"]), ctx.out_dtype())
     shape = ctx.shape(x)
-    rank = len(shape)
-    axis = int(a["dim"])
-    if not -rank <= axis < rank:
-        raise ctx.refuse(f"dim {axis} is out of range for rank {rank}")
-    n = shape[axis % rank]
+    axis = _acts._dim(ctx, a["dim"], len(shape))
+    n = shape[axis]
     start, length = int(a["start"]), int(a["length"])
     if not -n <= start <= n or length < 0 or (start % n if n and start < 0 else start) + length > n:
         raise ctx.refuse(f"narrow start {start}, length {length} on an axis of {n}")
@@ -116,11 +107,7 @@ def _narrow_copy(ctx: Context, a: dict[str, Any]) -> int:
 def _unbind_copy(ctx: Context, a: dict[str, Any]) -> tuple[int, ...]:
     x = ctx.t(a["self"])  # its pieces have its dtype
     shape = ctx.shape(x)
-    rank = len(shape)
-    axis = int(a.get("dim", 0))
-    if not -rank <= axis < rank:
-        raise ctx.refuse(f"dim {axis} is out of range for rank {rank}")
-    axis %= rank
+    axis = _acts._dim(ctx, a.get("dim", 0), len(shape))
     piece = [*shape[:axis], *shape[axis + 1:]]
     return tuple(ctx.add("Reshape", (_acts._slice(ctx, x, axis, i, i + 1, 1),), {"shape": piece})
                  for i in range(shape[axis]))
