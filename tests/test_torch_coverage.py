@@ -43,3 +43,27 @@ def test_overload_names_what_torch_has_and_only_that() -> None:
     assert coverage.overload("prims.convert_element_type.default") is torch.ops.prims.convert_element_type.default
     assert coverage.overload("aten.add.NoSuchOverload") is None
     assert coverage.overload("aten.no_such_op.default") is None
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+def test_atan2_out_reaches_the_backend_functionalized_so_its_reason_holds(target: str) -> None:
+    """`aten.atan2.out` is Core ATen but left unmapped with a reason: a graph that has it (make_fx's,
+    not functionalized, `out` a graph input) is handed to the backend, whose AOTAutograd turns it into
+    atan2.default and copies the result into `out`: nothing is left in PyTorch and `out` holds eager's."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from support import compiled_strict
+
+    def fn(a: torch.Tensor, b: torch.Tensor, o: torch.Tensor) -> tuple[torch.Tensor]:
+        torch.atan2(a, b, out=o)
+        return (o * 2,)
+
+    a, b = torch.randn(3, 4), torch.randn(4)
+    a[0, 0], b[0] = 0.0, -0.0
+    assert "aten.atan2.out" in {str(n.target) for n in make_fx(fn)(a, b, torch.empty(3, 4)).graph.nodes}
+    assert "aten.atan2.out" not in HANDLERS and "aten.atan2.out" in coverage.REASONS
+    o = torch.full((3, 4), float("nan"), dtype=torch.float64)  # out's dtype is the result's, as eager's
+    (y,) = compiled_strict(fn, a, b, o, target=target)
+    want = torch.atan2(a, b).double()
+    torch.testing.assert_close(o, want, rtol=0, atol=0)
+    torch.testing.assert_close(y, 2 * want, rtol=0, atol=0)

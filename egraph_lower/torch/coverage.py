@@ -46,6 +46,10 @@ REASONS: dict[str, str] = {
     "aten.sym_numel.default": _SYMBOLIC,
     "aten.sym_storage_offset.default": _SYMBOLIC,
     "aten.sym_is_contiguous.default": _SYMBOLIC,
+    "aten.atan2.out": ("an out= overload, which writes into the tensor it is given: the backend runs AOTAutograd,"
+                       " whose functionalization hands it over as `aten.atan2.default` (mapped), the write into an"
+                       " input's `out` a copy AOTAutograd makes after the graph; only a graph that was never"
+                       " functionalized has it, and the format has values, not buffers to write into"),
 }
 
 
