@@ -52,6 +52,50 @@ def test_weights_rows_sum_to_one_and_nearest_picks_one_input() -> None:
                 np.testing.assert_array_equal(np.argmax(w, axis=1), idx)
 
 
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize("ac", [False, True])
+@pytest.mark.parametrize(("spatial", "size", "scales"), [((10, 9), [3, 4], [None, None]), ((4, 5), [9, 11], [None, 2.5]),
+                                                         ((9, 7), [4, 7], [0.45, 1.1])])
+def test_antialiased_backward_is_the_adjoint_and_each_row_sums_to_one(mode: str, ac: bool, spatial: tuple[int, ...],
+                                                                       size: list[int], scales: list[Any]) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3) + spatial)
+    attrs = {"mode": mode, "align_corners": ac, "antialias": True, "scales": scales}
+    y = apply("Interpolate", {**attrs, "size": size}, [x], "f64")
+    dy = rng.standard_normal(y.shape)
+    dx = apply("InterpolateBackward", {**attrs, "input_shape": list(x.shape)}, [dy], "f64")
+    np.testing.assert_allclose(np.sum(y * dy), np.sum(x * dx), rtol=1e-12)
+    ones = apply("Interpolate", {**attrs, "size": size}, [np.ones_like(x)], "f64")
+    np.testing.assert_allclose(ones, 1.0, rtol=1e-13)  # normalised weights: a constant stays itself
+    plain = apply("Interpolate", {**attrs, "antialias": False, "size": size}, [x], "f64")
+    if mode == "cubic" or any(o < n for o, n in zip(size, spatial)):
+        assert not np.allclose(y, plain)  # a widened filter, or Keys' A = -0.5 for -0.75
+    elif not ac:
+        np.testing.assert_allclose(y, plain, rtol=1e-13, atol=1e-13)  # upsampling: linear's triangle
+
+
+@pytest.mark.parametrize("backend", ["metal", "wgpu"])
+@pytest.mark.parametrize("backward", [False, True])
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_antialiased_lowering_is_products_by_its_matrices(backend: str, backward: bool, mode: str) -> None:
+    b = GraphBuilder("aa")
+    spatial, size = (12, 9), [5, 4]
+    x = b.input("x", (2, 3) + (tuple(size) if backward else spatial))
+    attrs = {"mode": mode, "align_corners": False, "antialias": True}
+    out = (b.op("InterpolateBackward", x, **attrs, input_shape=[2, 3, *spatial]) if backward
+           else b.op("Interpolate", x, **attrs, size=size))
+    graph = b.build([out])
+    assert required_version(graph.nodes) == 3
+    result = el.lower(graph, backend)
+    ops = result.graph.op_counts()
+    assert "Interpolate" not in ops and "InterpolateBackward" not in ops and ops.get("MatMul") == 2, ops
+    weights = [n for n in result.graph.nodes if n.op == "InterpolateWeights"]
+    assert weights and all(n.attrs["antialias"] for n in weights), weights
+    v = np.random.default_rng(1).standard_normal(graph.nodes[0].shape).astype(np.float32)
+    for got, ref in zip(evaluate(result.graph, {"x": v}), evaluate(graph, {"x": v})):
+        np.testing.assert_allclose(got, ref, rtol=2e-6, atol=2e-6)
+
+
 @pytest.mark.parametrize("name", RESAMPLE_RULES)
 @pytest.mark.parametrize("dtype", ["f64", "f32", "bf16"])
 def test_rules_pass_the_numerical_check(name: str, dtype: str) -> None:
@@ -106,6 +150,8 @@ def test_cpu_keeps_the_ops() -> None:
     ({"mode": "bilinear", "size": [4, 4]}, (2, 3, 5, 5), "unknown interpolation mode 'bilinear'"),
     ({"mode": "linear", "size": [0]}, (2, 3, 5), "'size' must be a list of 1 to 3 integers >= 1"),
     ({"mode": "linear", "size": [4], "scales": [-1.0]}, (2, 3, 5), "'scales' must be a list of numbers > 0"),
+    ({"mode": "nearest", "antialias": True, "size": [4, 4]}, (2, 3, 5, 5), "antialias is for linear and cubic"),
+    ({"mode": "linear", "antialias": True, "size": [4, 4, 4]}, (2, 3, 5, 5, 5), "antialias is over 2 spatial axes"),
 ])
 def test_bad_attributes_are_refused_in_one_line(attrs: dict[str, Any], shape: tuple[int, ...], message: str) -> None:
     b = GraphBuilder("bad")

@@ -72,6 +72,13 @@ TIES = frozenset({"sort", "msort", "topk", "kthvalue", "median", "nanmedian", "m
 # is held to float64's value, within LONG_SUM_EPS eps of the largest, not to eager's rounding
 LONG_SUMS = frozenset({"nn.functional.conv3d", "nn.functional.conv_transpose3d"})
 LONG_SUM_EPS = 32
+# entries whose eager float32 kernel computes its weights in float32, further from float64 than a rounding of
+# the result: aten's antialiased interpolation rounds each output's filter centre s (o + 0.5) to float32, and a
+# border row normalised by a small sum magnifies it (eager's f32 output is 2.1e-5 from float64 on the sample
+# [6, 3, 10, 20] at scales 1.7, 0.9, values up to 9: 20 ulp; the lowered one, float64 weights, 1e-6). Their
+# float32 is held to float64 as LONG_SUMS' is
+FLOAT32_WEIGHTS = frozenset({"_upsample_bilinear2d_aa"})
+WIDE_F32 = LONG_SUMS | FLOAT32_WEIGHTS
 
 
 def _close_to_wide(g: Any, r: Any, what: str) -> None:
@@ -213,7 +220,7 @@ def test_opinfo_gradients_match_eager(name: str, variant: str, target: str) -> N
     wide = [t.detach().double().requires_grad_(True) for t in tensors]
     ref_out, ref = _gradients(case.function(wide=True), wide, [o.dtype for o in eager_out])
     for k, (g, e) in enumerate(zip(got_out, eager_out)):
-        if name in LONG_SUMS and e.dtype == torch.float32:
+        if name in WIDE_F32 and e.dtype == torch.float32:
             _close_to_wide(g, ref_out[k], f"{name} {target} output {k}")
         elif e.dtype not in HALF:
             torch.testing.assert_close(g, e, equal_nan=True, msg=lambda m: f"{name} {target} output {k}: {m}")
@@ -222,7 +229,7 @@ def test_opinfo_gradients_match_eager(name: str, variant: str, target: str) -> N
         assert g.dtype == e.dtype
         if name in TIES:
             g, e, r = (_untied(tensors[k], v) for v in (g, e, r))
-        if name in LONG_SUMS and e.dtype == torch.float32:
+        if name in WIDE_F32 and e.dtype == torch.float32:
             _close_to_wide(g, r, f"{name} {target} gradient {k}")
             continue
         if e.dtype not in HALF:

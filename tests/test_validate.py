@@ -299,6 +299,13 @@ ALL_OPS = doc(
     node(2252, "DiagonalBackward", [2250], [2, 3], F, {"shape": [2, 3], "offset": 0, "dim1": 0, "dim2": 1}),
     node(2253, "SelectScatter", [0, 2], [2, 3], F, {"axis": 0, "index": -1}),
     node(2254, "Repeat", [0], [2, 2, 6], F, {"reps": [2, 1, 2]}),
+    # antialiased interpolation (version 3, aa: ids 2460-2479)
+    node(2460, "Interpolate", [64], [1, 1, 2, 3], F, {"mode": "cubic", "antialias": True, "size": [2, 3],
+                                                      "scales": [0.5, None]}),
+    node(2461, "InterpolateBackward", [2460], [1, 1, 4, 4], F,
+         {"mode": "linear", "align_corners": True, "antialias": True, "input_shape": [1, 1, 4, 4]}),
+    node(2462, "InterpolateWeights", [0], [3, 10], F, {"mode": "linear", "antialias": True, "in_size": 10,
+                                                       "out_size": 3}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -322,7 +329,8 @@ ALL_OPS = doc(
              2041,
              2151, 2152, 2153, 2154, 2155,
              2232, 2233,
-             2251, 2252, 2253, 2254],
+             2251, 2252, 2253, 2254,
+             2461, 2462],
     name="all ops",
 )
 
@@ -452,6 +460,18 @@ ATTR_CASES = [
      ["wrt 'output'", "'Gelu'", "Sigmoid"]),
     (one("ActivationBackward", [X48, X48], [4, 8], attrs={"kind": "Tanh", "wrt": "y"}), ["unknown wrt 'y'"]),
     (one("BatchNormInferenceBackwardBeta", [X48], [8], attrs={"eps": 1e-5}), ["unknown attribute 'eps'"]),
+    (doc(inp(2463, [1, 1, 4, 4]), node(2464, "Interpolate", [2463], [1, 1, 2, 2], F,
+                                      {"mode": "nearest", "antialias": True, "size": [2, 2]})),
+     ["antialias is for linear and cubic interpolation, not nearest"]),
+    (doc(inp(2465, [1, 1, 4]), node(2466, "Interpolate", [2465], [1, 1, 2], F,
+                                   {"mode": "linear", "antialias": True, "size": [2]})),
+     ["antialias is over 2 spatial axes", "not 1"]),
+    (doc(inp(2467, [2]), node(2468, "InterpolateWeights", [2467], [2, 4], F,
+                              {"mode": "nearest_exact", "antialias": True, "in_size": 4, "out_size": 2})),
+     ["antialias is for linear and cubic interpolation, not nearest_exact"]),
+    (doc(inp(2469, [1, 1, 4, 4]), node(2470, "Interpolate", [2469], [1, 1, 2, 2], F,
+                                      {"mode": "linear", "antialias": 1, "size": [2, 2]})),
+     ["'antialias'", "true or false"]),
 ]
 for eps in ("1e-5", True, -1e-5, None, [1e-5]):
     ATTR_CASES.append((one("BatchNormInference", [X48] + [([8], F)] * 4, [4, 8], attrs={"eps": eps}),

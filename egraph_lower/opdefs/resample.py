@@ -1,14 +1,17 @@
 """Interpolation (format version 3): aten's upsample_* ops and their backward ops, over 1 to 3 spatial axes.
 
-    Interpolate{mode, align_corners, size, scales}(x)       x [N, C, S1..Sk] -> [N, C, size...]
-    InterpolateBackward{mode, align_corners, input_shape, scales}(dy)
+    Interpolate{mode, align_corners, antialias, size, scales}(x)
+                                                            x [N, C, S1..Sk] -> [N, C, size...]
+    InterpolateBackward{mode, align_corners, antialias, input_shape, scales}(dy)
                                                             the adjoint: dy [N, C, O1..Ok] -> input_shape
-    InterpolateWeights{mode, align_corners, in_size, out_size, scale}(like)
+    InterpolateWeights{mode, align_corners, antialias, in_size, out_size, scale}(like)
                                                             W [out_size, in_size] of one axis, in like's dtype
     InterpolateIndex{mode, in_size, out_size, scale}(like)  nearest's source index [out_size] (i64) of one axis
 
 `mode` is nearest, nearest_exact, linear (1 to 3 axes: aten's linear, bilinear, trilinear) or cubic
 (2 axes: bicubic); `align_corners` (linear and cubic only) maps the corner samples onto each other;
+`antialias` (linear and cubic over 2 axes: aten's `_upsample_bilinear2d_aa`, `_upsample_bicubic2d_aa`)
+widens the filter by the scale where an axis is downsampled and normalises each output's weights;
 `scales` holds, per axis, the scale factor aten was given (null: none; the source coordinate then uses
 L / O). Each axis is interpolated by the matrix `resample_math.weights` gives (as aten's CPU kernels
 compute it; nearest's index in float32, the linear and cubic weights in float64), so Interpolate(x) applies W_j along
@@ -70,7 +73,9 @@ def _upper(name: str) -> Field:
 _MODE = Attr("mode", one_of(RM.MODES, "interpolation mode"))
 _ALIGN = Attr("align_corners", boolean("align_corners"), required=False)
 _SCALES = Attr("scales", _scales_check, required=False)
+_AA = Attr("antialias", boolean("antialias"), required=False)
 _ALIGN_FIELD = Field("align_corners", I64, lambda v, rank: int(bool(v)), lambda v: bool(v), default=False)
+_AA_FIELD = Field("antialias", I64, lambda v, rank: int(bool(v)), lambda v: bool(v), default=False)
 _SCALES_FIELD = Field("scales", STRING, lambda v, rank: json.dumps([float(s or 0.0) for s in (v or [])]),
                       lambda v: [float(s) or None for s in json.loads(v)] or None, default=None)
 
@@ -98,6 +103,14 @@ def _check(op: str, attrs: Mapping[str, Any]) -> None:
         raise ValueError(f"cubic interpolation is over 2 spatial axes, not {k}")
     if mode in RM.NEAREST and attrs.get("align_corners"):
         raise ValueError(f"align_corners is for linear and cubic interpolation, not {mode}")
+    _check_antialias(attrs)
+    if attrs.get("antialias") and k != 2:
+        raise ValueError(f"antialias is over 2 spatial axes (aten's _upsample_*2d_aa), not {k}")
+
+
+def _check_antialias(attrs: Mapping[str, Any]) -> None:
+    if attrs.get("antialias") and attrs["mode"] in RM.NEAREST:
+        raise ValueError(f"antialias is for linear and cubic interpolation, not {attrs['mode']}")
 
 
 def _spatial(meta: Meta, k: int, what: str) -> tuple[int, ...]:
@@ -138,7 +151,7 @@ def _infer_index(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
 
 
 def _mats(op: str, attrs: Attrs, shape: Sequence[int]) -> list[np.ndarray]:
-    return [RM.weights(attrs["mode"], bool(attrs.get("align_corners")), length, out, s)
+    return [RM.weights(attrs["mode"], bool(attrs.get("align_corners")), length, out, s, bool(attrs.get("antialias")))
             for length, out, s in _axes(op, attrs, shape)]
 
 
@@ -154,7 +167,7 @@ def _op_backward(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | No
 
 def _op_weights(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
     w = RM.weights(attrs["mode"], bool(attrs.get("align_corners")), int(attrs["in_size"]), int(attrs["out_size"]),
-                   attrs.get("scale"))
+                   attrs.get("scale"), bool(attrs.get("antialias")))
     return _round_float(w, dtype)
 
 
@@ -241,16 +254,16 @@ def _shape_fields(op: str) -> tuple[Field, ...]:
     )
 
 
-_COMMON_FIELDS = (_upper("mode"), _ALIGN_FIELD)
+_COMMON_FIELDS = (_upper("mode"), _ALIGN_FIELD, _AA_FIELD)
 _SAMPLE_X = (((2, 3, 4, 5), "f32"),)
 
 OPS: tuple[OpDef, ...] = (
-    OpDef("Interpolate", ("x",), (_MODE, _ALIGN, Attr("size", _size_check), _SCALES), _infer, _op_interpolate,
+    OpDef("Interpolate", ("x",), (_MODE, _ALIGN, _AA, Attr("size", _size_check), _SCALES), _infer, _op_interpolate,
           (Ctor("Interpolate", "Interpolate", _COMMON_FIELDS + (ints("size"), _SCALES_FIELD)
                 + _shape_fields("Interpolate"), 1, (head("Interpolate"),)),),
           domain="resample", torch="interpolate", check=lambda a: _check("Interpolate", a),
           sample=({"mode": "linear", "align_corners": True, "size": [7, 3], "scales": [None, None]}, _SAMPLE_X)),
-    OpDef("InterpolateBackward", ("dy",), (_MODE, _ALIGN, Attr("input_shape", _input_shape_check), _SCALES),
+    OpDef("InterpolateBackward", ("dy",), (_MODE, _ALIGN, _AA, Attr("input_shape", _input_shape_check), _SCALES),
           _infer_backward, _op_backward,
           (Ctor("InterpolateBwd", "InterpolateBackward", _COMMON_FIELDS + (ints("input_shape"), _SCALES_FIELD)
                 + _shape_fields("InterpolateBackward"), 1, (head("InterpolateBackward"),)),),
@@ -259,7 +272,8 @@ OPS: tuple[OpDef, ...] = (
           sample=({"mode": "cubic", "align_corners": False, "input_shape": [2, 3, 4, 5], "scales": [2.0, None]},
                   (((2, 3, 8, 3), "f32"),))),
     OpDef("InterpolateWeights", ("like",),
-          (_MODE, _ALIGN, Attr("in_size", attr_check("in_size", lambda v: is_int(v) and v >= 1, "an integer >= 1")),
+          (_MODE, _ALIGN, _AA,
+           Attr("in_size", attr_check("in_size", lambda v: is_int(v) and v >= 1, "an integer >= 1")),
            Attr("out_size", attr_check("out_size", lambda v: is_int(v) and v >= 1, "an integer >= 1")),
            Attr("scale", attr_check("scale", _is_scale, "a number > 0 or null"), required=False)),
           _infer_weights, _op_weights,
@@ -268,7 +282,7 @@ OPS: tuple[OpDef, ...] = (
                                   Field("out_size", I64, lambda v, r: int(v), int),
                                   Field("scale", F64, lambda v, r: float(v or 0.0), lambda v: float(v) or None,
                                         default=None)), 1, (head("InterpolateWeights"),)),),
-          domain=None, torch="interpolate_weights",
+          domain=None, torch="interpolate_weights", check=_check_antialias,
           sample=({"mode": "linear", "align_corners": False, "in_size": 5, "out_size": 8, "scale": 1.7},
                   (((2, 3), "f32"),))),
     OpDef("InterpolateIndex", ("like",),

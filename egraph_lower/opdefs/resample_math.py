@@ -15,21 +15,39 @@ W holds the weights of output o's taps:
   compute_source_index_and_lambda);
 - cubic: r as for linear but not clamped at 0, i0 = min(floor r, L - 1), t = clamp(r - i0, 0, 1), taps
   i0 - 1 .. i0 + 2 clamped to [0, L - 1] with Keys' cubic convolution weights (A = -0.75) at t + 1, t,
-  1 - t, 2 - t (aten's get_cubic_upsample_coefficients).
+  1 - t, 2 - t (aten's get_cubic_upsample_coefficients);
+- antialias (linear and cubic; aten's `_upsample_bilinear2d_aa`, `_upsample_bicubic2d_aa`, PIL's
+  resampling): with s as above (align_corners: (L - 1) / (O - 1)), the filter (linear's triangle
+  max(1 - |u|, 0), or Keys' cubic with A = -0.5) is widened by s where s >= 1 (downsampling) so that it
+  averages every input it covers: support h = n / 2 max(s, 1) (n = 2 taps for linear, 4 for cubic),
+  centre c = s (o + 0.5), taps l from xmin = max(trunc(c - h + 0.5), 0) to
+  min(trunc(c + h + 0.5), L) - 1 (at most 2 ceil(h) + 1 of them), weight f((l - c + 0.5) / max(s, 1)),
+  the row normalised to sum 1 (left as it is where it sums to 0): aten's
+  _compute_indices_min_size_weights_aa, in float64 for every dtype like linear's and cubic's (below).
+  O = L is the identity unless a scale other than 1 is given,
+  which widens or narrows the filter: aten's forward kernel then copies the axis (the importer gives
+  such an axis no scale), its backward kernel applies these weights.
 
 Nearest's index is computed in float32 as aten computes it for every dtype (it is discrete: a float64
 computation would pick other inputs at some outputs). The linear and cubic coordinates and weights are
 computed in float64, for every dtype: aten computes them in its opmath type (float32 for f32, f16 and
 bf16 data), which moves a weight by about an ulp of float32, less than the rounding of the result.
+aten's antialiased float32 weights are further off: their centre s (o + 0.5), rounded to float32, is off
+by up to half an ulp of it (1e-6 at o = 20) and a border row normalised by a small sum of filter values
+(cubic's negative lobes) magnifies that: an f32 result of aten's kernel is tens of ulp of its largest value
+from float64 (27 to 41 at 10 x 40 -> 17 x 37, tests/test_torch_resample.py), these weights' one or two.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 MODES = ("nearest", "nearest_exact", "linear", "cubic")
 NEAREST = ("nearest", "nearest_exact")
 CUBIC_A = -0.75
+CUBIC_A_AA = -0.5  # Keys' own A, PIL's: aten's antialiased bicubic filter
 
 
 def _scale_value(scale: float | None, length: int, out: int, t: type[np.floating]) -> np.floating:
@@ -71,6 +89,36 @@ def nearest_index(mode: str, length: int, out: int, scale: float | None) -> np.n
     return np.minimum(np.array(idx, dtype=np.int64), length - 1)
 
 
+def _aa_filter(mode: str, u: float) -> float:
+    """aten's aa_filter: linear's triangle max(1 - |u|, 0), or Keys' cubic convolution with A = -0.5."""
+    x, a = abs(u), CUBIC_A_AA
+    if mode == "linear":
+        return max(1.0 - x, 0.0)
+    if x < 1.0:
+        return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+    if x < 2.0:
+        return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
+    return 0.0
+
+
+def _aa_weights(mode: str, align_corners: bool, length: int, out: int, scale: float | None) -> np.ndarray:
+    """W [O, L] of antialiased linear or cubic interpolation (aten's _compute_indices_min_size_weights_aa)."""
+    w = np.zeros((out, length))
+    s = float(_area_scale(length, out, align_corners, scale, np.float64))
+    taps = 2 if mode == "linear" else 4
+    support = taps * 0.5 * s if s >= 1.0 else taps * 0.5
+    widest = int(math.ceil(support)) * 2 + 1
+    inv = 1.0 / s if s >= 1.0 else 1.0
+    for o in range(out):
+        centre = s * (o + 0.5)
+        xmin = max(int(centre - support + 0.5), 0)  # int(): C's truncation toward zero, as aten's cast
+        xsize = min(max(min(int(centre + support + 0.5), length) - xmin, 0), widest)
+        row = np.array([_aa_filter(mode, (j + xmin - centre + 0.5) * inv) for j in range(xsize)])
+        total = row.sum()
+        w[o, xmin:xmin + xsize] = row / total if total != 0.0 else row
+    return w
+
+
 def _cubic_weights(t: np.floating, tp: type[np.floating]) -> list[np.floating]:
     a = tp(CUBIC_A)
 
@@ -84,8 +132,13 @@ def _cubic_weights(t: np.floating, tp: type[np.floating]) -> list[np.floating]:
     return [far(t + tp(1)), near(t), near(u), far(u + tp(1))]
 
 
-def weights(mode: str, align_corners: bool, length: int, out: int, scale: float | None) -> np.ndarray:
+def weights(mode: str, align_corners: bool, length: int, out: int, scale: float | None,
+            antialias: bool = False) -> np.ndarray:
     """W [O, L]: output o along the axis is sum_l W[o, l] x[l]."""
+    if antialias:
+        if mode not in ("linear", "cubic"):
+            raise ValueError(f"antialias is for linear and cubic interpolation, not {mode}")
+        return _aa_weights(mode, align_corners, length, out, scale)
     w = np.zeros((out, length))
     if mode in NEAREST:
         w[np.arange(out), nearest_index(mode, length, out, scale)] = 1.0

@@ -4,8 +4,8 @@ Interpolating spatial axis j is a product with its matrix W_j [O_j, L_j] (`Inter
 every backend runs), so the forward applies each W_j along its axis and the backward each W_j^T:
 - `interpolate-matmul-<k>d` / `interpolate-bwd-matmul-<k>d`: the products as MatMuls, the last axis
   from the right (x W^T, dy W), the one before from the left (W x, W^T dy); with three axes the last
-  two are folded into one (a Reshape) for the first axis's product. Every mode; the matrices are
-  O_j x L_j, small beside the data;
+  two are folded into one (a Reshape) for the first axis's product. Every mode, antialiased (`aa`) or
+  not (its matrices are InterpolateWeights' too); the matrices are O_j x L_j, small beside the data;
 - `interpolate-take-<k>d` / `interpolate-bwd-scatter-<k>d`: nearest's W_j has one 1 a row, at
   `InterpolateIndex`: a Take (gather) per axis, no arithmetic, and backward a ScatterAdd per axis of dy
   into zeros at those indices (the zeros an empty Slice of dy padded: the notation has no constants);
@@ -23,7 +23,7 @@ from .dsl import Rule, rule
 
 
 def _lhs(op: str, k: str, child: str, near: str = "near", rep: str = "rep") -> str:
-    return (f"({op} mode ac shape sc {k} i0 o0 s0 i1 o1 s1 i2 o2 s2 {near} {rep} up exp out sumax fold unfold"
+    return (f"({op} mode ac aa shape sc {k} i0 o0 s0 i1 o1 s1 i2 o2 s2 {near} {rep} up exp out sumax fold unfold"
             f" r0 x0 r1 x1 r2 x2 {child})")
 
 
@@ -42,7 +42,7 @@ def _scatters(k: int) -> str:
 
 
 def _w(j: int, like: str) -> str:
-    return f"(InterpolateWeights mode ac i{j} o{j} s{j} {like})"
+    return f"(InterpolateWeights mode ac aa i{j} o{j} s{j} {like})"
 
 
 def _wt(j: int, like: str) -> str:

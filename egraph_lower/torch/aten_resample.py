@@ -8,6 +8,10 @@ mode from the op's name, the output size from the node's result, the scales from
 most of them never reach a backend: PyTorch decomposes the nearest ones, bilinear and bicubic at the
 autograd level (into `_unsafe_index`, mapped by `aten_indexing.py`), so what arrives is linear and
 trilinear interpolation and their backward ops, and any of them from a graph traced without it.
+`_upsample_bilinear2d_aa` and `_upsample_bicubic2d_aa` (F.interpolate's `antialias=True`, which
+reaches a backend as they are) and their `_backward` onto the same ops with `antialias`; aten's
+forward kernel copies an axis whose length it keeps whatever scale it is given, so the forward gives
+such an axis no scale (the format's weights apply a scale there, as aten's backward kernel does).
 
 Sliding windows (`opdefs/unfold.py`): `unfold` (Tensor.unfold) and `unfold_backward` onto `Unfold` and
 `UnfoldBackward`; `im2col` (F.unfold) onto `Im2Col` with one group, reshaped to aten's [N, C KH KW, L];
@@ -35,28 +39,33 @@ def _scales(a: dict[str, Any], k: int) -> list[float | None]:
     return [None if a.get(n) is None else float(a[n]) for n in _SCALE_ARGS[k]]
 
 
-def _attrs(ctx: Context, prefix: str, a: dict[str, Any], k: int) -> dict[str, Any]:
+def _attrs(ctx: Context, prefix: str, a: dict[str, Any], k: int, aa: bool) -> dict[str, Any]:
     attrs: dict[str, Any] = {"mode": _MODES[prefix], "scales": _scales(a, k)}
     if len(attrs["scales"]) != k:
         raise ctx.refuse(f"{len(attrs['scales'])} scale factors for {k} spatial axes")
     if "align_corners" in a:
         attrs["align_corners"] = bool(a["align_corners"])
+    if aa:
+        attrs["antialias"] = True
     return attrs
 
 
-def _forward(prefix: str, k: int) -> Any:
+def _forward(prefix: str, k: int, aa: bool = False) -> Any:
     def handler(ctx: Context, a: dict[str, Any]) -> int:
         shape, dt = ctx.out()
         x = ctx.cast(ctx.t(a["self"] if "self" in a else a["input"]), dt)
-        return ctx.add("Interpolate", (x,), {**_attrs(ctx, prefix, a, k), "size": list(shape[2:])})
+        attrs = _attrs(ctx, prefix, a, k, aa)
+        if aa:  # aten's antialiased forward copies an axis of unchanged length, whatever its scale
+            attrs["scales"] = [None if o == n else s for o, n, s in zip(shape[2:], ctx.shape(x)[2:], attrs["scales"])]
+        return ctx.add("Interpolate", (x,), {**attrs, "size": list(shape[2:])})
     return handler
 
 
-def _backward(prefix: str, k: int) -> Any:
+def _backward(prefix: str, k: int, aa: bool = False) -> Any:
     def handler(ctx: Context, a: dict[str, Any]) -> int:
         shape, dt = ctx.out()
         dy = ctx.cast(ctx.t(a["grad_output"]), dt)
-        return ctx.add("InterpolateBackward", (dy,), {**_attrs(ctx, prefix, a, k), "input_shape": list(shape)})
+        return ctx.add("InterpolateBackward", (dy,), {**_attrs(ctx, prefix, a, k, aa), "input_shape": list(shape)})
     return handler
 
 
@@ -65,6 +74,10 @@ for _prefix, _ranks in _RANKS.items():
         _name = f"{_prefix}{_k}d"
         handles(f"{_name}.default", f"{_name}.vec")(_forward(_prefix, _k))
         handles(f"{_name}_backward.default")(_backward(_prefix, _k))
+for _prefix in ("upsample_bilinear", "upsample_bicubic"):
+    _name = f"_{_prefix}2d_aa"
+    handles(f"{_name}.default", f"{_name}.vec")(_forward(_prefix, 2, aa=True))
+    handles(f"{_name}_backward.default")(_backward(_prefix, 2, aa=True))
 
 
 # ---- sliding windows: Tensor.unfold and its backward, im2col (F.unfold) and col2im (F.fold)

@@ -25,16 +25,32 @@ _EXACT_BWD = {1: _A._upsample_nearest_exact1d_backward, 2: _A._upsample_nearest_
               3: _A._upsample_nearest_exact3d_backward}
 _LINEAR_BWD = {1: _A.upsample_linear1d_backward, 2: _A.upsample_bilinear2d_backward,
                3: _A.upsample_trilinear3d_backward}
+_AA = {"linear": _A._upsample_bilinear2d_aa, "cubic": _A._upsample_bicubic2d_aa}
+_AA_BWD = {"linear": _A._upsample_bilinear2d_aa_backward, "cubic": _A._upsample_bicubic2d_aa_backward}
 
 
 def _scales(scales: Sequence[float | None] | None, k: int) -> list[float | None]:
     return [None] * k if scales is None else [None if s is None else float(s) for s in scales]
 
 
+@in_float32  # aten's CPU kernels have no f16/bf16 antialiased interpolation
+def _interpolate_aa(x: Tensor, mode: str, out: list[int], align_corners: bool, sc: list[float | None]) -> Tensor:
+    if all(o != n or s is None for o, n, s in zip(out, x.shape[2:], sc)):
+        return _AA[mode](x, out, bool(align_corners), *sc)  # type: ignore[no-any-return]
+    # an axis of the length it has with a scale: aten's forward copies it, the format's weights apply
+    # the scale there (as aten's backward does): each axis's matrix
+    for j, (o, n, s) in enumerate(zip(out, x.shape[2:], sc)):
+        w = torch.tensor(RM.weights(mode, bool(align_corners), int(n), o, s, True), dtype=x.dtype, device=x.device)
+        x = torch.movedim(torch.tensordot(w, x, dims=([1], [2 + j])), 0, 2 + j)
+    return x.contiguous()
+
+
 def interpolate(x: Tensor, mode: str, size: Sequence[int], align_corners: bool = False,
-                scales: Sequence[float | None] | None = None) -> Tensor:
+                scales: Sequence[float | None] | None = None, antialias: bool = False) -> Tensor:
     k, out = len(size), [int(s) for s in size]
     sc = _scales(scales, k)
+    if antialias:
+        return _interpolate_aa(x, mode, out, align_corners, sc)
     if mode == "nearest":
         return _NEAREST[k](x, out, *sc)  # type: ignore[no-any-return]
     if mode == "nearest_exact":
@@ -46,10 +62,12 @@ def interpolate(x: Tensor, mode: str, size: Sequence[int], align_corners: bool =
 
 @in_float32
 def interpolate_backward(dy: Tensor, mode: str, input_shape: Sequence[int], align_corners: bool = False,
-                         scales: Sequence[float | None] | None = None) -> Tensor:
+                         scales: Sequence[float | None] | None = None, antialias: bool = False) -> Tensor:
     ishape = [int(s) for s in input_shape]
     k = len(ishape) - 2
     out, sc = [int(s) for s in dy.shape[2:]], _scales(scales, k)
+    if antialias:
+        return _AA_BWD[mode](dy, out, ishape, bool(align_corners), *sc)  # type: ignore[no-any-return]
     if mode == "nearest":
         return _NEAREST_BWD[k](dy, out, ishape, *sc)  # type: ignore[no-any-return]
     if mode == "nearest_exact":
@@ -60,8 +78,8 @@ def interpolate_backward(dy: Tensor, mode: str, input_shape: Sequence[int], alig
 
 
 def interpolate_weights(like: Tensor, mode: str, in_size: int, out_size: int, align_corners: bool = False,
-                        scale: float | None = None) -> Tensor:
-    w = RM.weights(mode, bool(align_corners), int(in_size), int(out_size), scale)
+                        scale: float | None = None, antialias: bool = False) -> Tensor:
+    w = RM.weights(mode, bool(align_corners), int(in_size), int(out_size), scale, bool(antialias))
     return torch.tensor(w, dtype=like.dtype, device=like.device)
 
 

@@ -5,7 +5,10 @@ align_corners both ways where the mode takes it, at the awkward points of the co
 whole-number upsampling (2x, 3x: nearest repeats each input, the rules' cheap forms), a fractional
 factor (5 -> 9), output size 1 (align_corners maps it to the first input), downsampling (scale < 1:
 7 -> 3, inputs skipped), an explicit scale that is not O / L (5 at 1.7 -> 8, 4 at 1.1 -> 4), input
-length 1 (every output its one input) and the identity (O = L). Values of mixed signs and magnitudes.
+length 1 (every output its one input) and the identity (O = L); antialiased linear and cubic (2 axes)
+on the same and on strong downsampling (10 -> 3: the filter widened to 3.3 inputs each side) and an
+unchanged length with a scale (7 at 1.1: the filter narrowed, no longer the identity). Values of mixed
+signs and magnitudes.
 A cubic weight is negative, so an output cancels: the error is measured against the interpolation of
 |x| by |W| (`cond`, `RESAMPLE_SCALES`), the condition of the weighted sum.
 """
@@ -28,20 +31,25 @@ _CASES: tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[float | None, ...]],
     ((5,), (8,), (1.7,)), ((4,), (4,), (1.1,)), ((1,), (4,), (None,)), ((4,), (12,), (3.0,)),
     ((4, 5), (8, 10), (None, None)), ((3, 4), (6, 12), (2.0, 3.0)), ((4, 5), (3, 7), (None, None)),
     ((4, 5), (1, 1), (None, None)), ((6, 5), (2, 3), (None, 0.6)), ((4, 5), (4, 5), (None, None)),
+    ((10, 9), (3, 4), (None, None)), ((9, 7), (4, 7), (0.45, 1.1)),
     ((2, 3, 4), (4, 6, 8), (None, None, None)), ((2, 3, 4), (3, 5, 2), (None, 1.7, None)),
     ((2, 2, 3), (1, 1, 1), (None, None, None)),
 )
 
 
-def _modes(k: int) -> list[tuple[str, bool]]:
-    out = [("nearest", False), ("nearest_exact", False), ("linear", False), ("linear", True)]
-    return out + ([("cubic", False), ("cubic", True)] if k == 2 else [])
+def _modes(k: int) -> list[tuple[str, bool, bool]]:
+    """(mode, align_corners, antialias)"""
+    out = [("nearest", False, False), ("nearest_exact", False, False), ("linear", False, False), ("linear", True, False)]
+    if k == 2:
+        out += [("cubic", ac, aa) for aa in (False, True) for ac in (False, True)]
+        out += [("linear", ac, True) for ac in (False, True)]
+    return out
 
 
 def _cond(op: str, attrs: dict[str, Any], x: np.ndarray) -> np.ndarray:
     ins = x.shape[2:] if op == "Interpolate" else tuple(attrs["input_shape"][2:])
     outs = tuple(attrs["size"]) if op == "Interpolate" else x.shape[2:]
-    mats = [np.abs(RM.weights(attrs["mode"], attrs["align_corners"], a, b, s))
+    mats = [np.abs(RM.weights(attrs["mode"], attrs["align_corners"], a, b, s, attrs.get("antialias", False)))
             for a, b, s in zip(ins, outs, attrs["scales"])]
     return RM.apply(np.abs(x), mats if op == "Interpolate" else [m.T for m in mats])
 
@@ -53,8 +61,8 @@ def resample_domain(rule: Rule, dtype: str) -> list[Env]:
     for ins, outs, scales in _CASES:
         k = len(ins)
         nc = (2, 3) if k < 3 else (1, 2)
-        for mode, ac in _modes(k):
-            attrs: dict[str, Any] = {"mode": mode, "align_corners": ac, "scales": list(scales)}
+        for mode, ac, aa in _modes(k):
+            attrs: dict[str, Any] = {"mode": mode, "align_corners": ac, "antialias": aa, "scales": list(scales)}
             if op == "Interpolate":
                 attrs["size"], first = list(outs), nc + ins
             else:
