@@ -6,6 +6,7 @@ and the aten mappings through the torch.compile backend with nothing left in PyT
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pytest
@@ -226,3 +227,24 @@ def test_division_modes_and_binary_math_through_the_backend(target: str) -> None
     for k, (g, w) in enumerate(zip(got, want)):
         assert g.dtype == w.dtype
         torch.testing.assert_close(g, w, equal_nan=True, rtol=2e-7, atol=0, msg=lambda m: f"output {k}: {m}")
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=str)
+def test_ldexp_is_a_times_two_to_the_e_as_eager(target: str, dtype: Any) -> None:
+    """ldexp(x, e) = x 2^e in float32 for f16/bf16, rounded once: eager's f16 4 * 2^-25 is the
+    subnormal 2^-23 (2^-25 alone underflows f16); integer and fractional exponents, an integer x."""
+    x = torch.tensor([4.0, -1.5, 3.0, 0.0, -0.0, 1e3, float("inf"), float("nan"), 0.7], dtype=dtype)
+    e = torch.tensor([-25, 3, 0, 5, -2, -12, 1, 2, 14])
+    ef = torch.tensor([0.5, -1.25, 3.0, 2.0, 0.0, -0.5, 1.0, 0.0, 2.5], dtype=dtype)
+    i = torch.tensor([3, -2, 5])
+
+    def fn(x: Any, e: Any, ef: Any, i: Any) -> Any:
+        return torch.ldexp(x, e), torch.ldexp(x, ef), torch.ldexp(i, i)
+
+    got, want = _compiled(fn, x, e, ef, i, target=target), fn(x, e, ef, i)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype, k
+        torch.testing.assert_close(g, w, equal_nan=True, msg=lambda m: f"output {k}: {m}")
+    if dtype == torch.float16:
+        assert float(got[0][0]) == 2.0**-23

@@ -67,3 +67,26 @@ def test_atan2_out_reaches_the_backend_functionalized_so_its_reason_holds(target
     want = torch.atan2(a, b).double()
     torch.testing.assert_close(o, want, rtol=0, atol=0)
     torch.testing.assert_close(y, 2 * want, rtol=0, atol=0)
+
+
+def test_each_non_core_reason_is_for_a_real_unmapped_aten_op_outside_core_aten() -> None:
+    core = set(coverage.core_overloads())
+    for name in coverage.NON_CORE_REASONS:
+        op = coverage.overload(name)
+        assert op is not None and name.startswith("aten."), f"{name}: not an aten overload torch has"
+        assert name not in core, f"{name} is Core ATen: its reason belongs in REASONS"
+        assert name not in HANDLERS, f"{name} is mapped: remove its reason"
+    assert "| `aten.nextafter.default` |" in coverage.non_core_table()
+
+
+@pytest.mark.parametrize("name", ["frexp", "nextafter"])
+def test_the_ops_with_non_core_reasons_reach_the_backend_as_they_are(name: str) -> None:
+    """Each stays in PyTorch as the overload its reason names (nothing decomposes it on the way)."""
+    import egraph_lower.torch as elt
+
+    be = elt.backend("wgpu")
+    fn = {"frexp": lambda x, y: torch.frexp(x)[0] * y, "nextafter": torch.nextafter}[name]
+    x, y = torch.randn(5), torch.randn(5)
+    torch.compile(fn, backend=be, dynamic=False)(x, y)
+    left = {f"aten.{op}" if not op.startswith("aten.") else op for op in be.unlowered_ops}
+    assert left & set(coverage.NON_CORE_REASONS), be.unlowered_ops

@@ -33,6 +33,8 @@ in tests/test_math.py).
 - `lerp(self, end, w)`: torch's kernel, `Where(|w| < 1/2, self + w (end - self), end - (end - self)(1 - w))`,
   in float32 for f16/bf16 and rounded once; `round(x, decimals)`: torch's kernel in the dtype,
   `Round(x * 10^d) / 10^d` (d <= 0: `Round(x / 10^-d) * 10^-d`).
+- `ldexp(x, e)`: aten's definition `x * Pow(2, e)` in float32 for f16/bf16, rounded once (it is not
+  Core ATen; its gradient arrives as `pow` and `mul`).
 - `frac(x)`: `x - Trunc(x)`; `nan_to_num(x, nan, posinf, neginf)`: `Where`s of `x != x`, `x == inf`,
   `x == -inf` (defaults 0 and the dtype's finite extremes); `fill.Tensor`: the value expanded.
 """
@@ -229,6 +231,19 @@ def _lerp(ctx: Context, a: dict[str, Any]) -> int:
     far = ctx.add("Binary", (end, ctx.add("Binary", (diff, one_minus), {"op": "Mul"})), {"op": "Sub"})
     small = ctx.add("Compare", (ctx.add("Activation", (w,), {"kind": "Abs"}), ctx.const(0.5, wide)), {"op": "Lt"})
     return ctx.cast(ctx.add("Where", (small, near, far)), dt)
+
+
+@handles("ldexp.Tensor")
+def _ldexp(ctx: Context, a: dict[str, Any]) -> int:
+    """ldexp(x, e) = x 2^e, aten's own definition (`mul(x, pow(2.0, e))`), in the opmath dtype (float32
+    for f16/bf16: eager's f16 ldexp(4, -25) is 2^-23, not 0) and rounded once. A Pow of 2: exact for
+    an integer e, where an Exp2 expansion (exp(e ln 2)) need not be."""
+    shape, dt = ctx.out()
+    if dt not in FLOAT_DTYPES:
+        raise ctx.refuse(f"ldexp of {dt}")
+    wide = _opmath(dt)
+    x, e = ctx.operand(a["self"], wide), ctx.operand(a["other"], wide)
+    return ctx.cast(ctx.add("Binary", (x, ctx.add("Binary", (ctx.const(2, wide), e), {"op": "Pow"})), {"op": "Mul"}), dt)
 
 
 @handles("round.decimals")
