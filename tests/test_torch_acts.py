@@ -194,3 +194,50 @@ def test_training_step_matches_eager(act: str, target: str) -> None:
         assert all(backend.runs_node(n) for n in graph.nodes)
         assert not [n for n in graph.nodes if n.op in BACKWARD_OPS]
         assert el.from_json(graph.to_json()).to_dict() == graph.to_dict()
+
+
+# ---- rrelu: eval is leaky_relu with slope (lower + upper) / 2; training draws its slopes (left in PyTorch)
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=str)
+def test_rrelu_in_eval_lowers_whole_and_matches_eager(target: str, dtype: Any) -> None:
+    torch.manual_seed(0)
+    x = torch.randn(4, 7, dtype=dtype) * 3
+    x[0, :3] = torch.tensor([0.0, -0.0, -1e-3])
+
+    def fn(x: Any) -> Any:
+        return F.rrelu(x, lower=0.1, upper=0.4, training=False)
+
+    be = elt.backend(target, strict=True)  # strict: a refused forward would raise
+    xc, xe = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    g = torch.randn(4, 7, dtype=dtype)
+    got = torch.compile(fn, backend=be, dynamic=False)(xc)
+    got.backward(g)
+    want = fn(xe)
+    want.backward(g)
+    assert be.unlowered_ops == {} and any(r.kind == "backward" for r in be.graphs), be.summary()
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    torch.testing.assert_close(xc.grad, xe.grad, rtol=0, atol=0)
+    torch.testing.assert_close(want, F.leaky_relu(x, 0.25), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+def test_rrelu_in_training_leaves_only_its_forward_in_pytorch(target: str) -> None:
+    """The forward draws each negative element's slope from eager's generator: it stays in PyTorch; its
+    backward, dy times the noise it drew, lowers, and the step matches eager's under the same seed."""
+    x = torch.randn(5, 6)
+
+    def fn(x: Any) -> Any:
+        return F.rrelu(x, lower=0.1, upper=0.4, training=True) * 2
+
+    be = elt.backend(target)
+    xc, xe = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    torch.manual_seed(1)
+    got = torch.compile(fn, backend=be, dynamic=False)(xc)
+    got.sum().backward()
+    torch.manual_seed(1)
+    want = fn(xe)
+    want.sum().backward()
+    assert set(be.unlowered_ops) == {"aten.rrelu_with_noise_functional.default"}, be.summary()
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    torch.testing.assert_close(xc.grad, xe.grad, rtol=0, atol=0)

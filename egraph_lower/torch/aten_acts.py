@@ -5,6 +5,9 @@ Decisions (checked against torch's kernels in float64: tests/test_torch_acts.py)
   `self_is_result` (an in-place forward) the backward gets y = f(x): for alpha >= 0,
   y > 0 exactly where x > 0, so the same node on y is exact; torch itself refuses a
   negative slope there, and so does the importer.
+- `rrelu_with_noise_functional` in eval is Activation{LeakyRelu, (lower + upper) / 2} (its noise passed
+  through), in training refused (it draws its slopes); `rrelu_with_noise_backward` is that LeakyRelu's
+  backward in eval and dy * noise in training (aten's kernels).
 - `hardtanh`/`hardtanh_backward` (ReLU6 is hardtanh(0, 6)) are Hardtanh{min, max};
   hardtanh(x) is strictly inside (min, max) exactly where x is, so a backward given
   the result is exact too.
@@ -92,6 +95,39 @@ def _softplus(ctx: Context, a: dict[str, Any]) -> dict[str, float]:
 
 handles("leaky_relu.default")(_unary("LeakyRelu", _leaky))
 handles("leaky_relu_backward.default")(_backward("LeakyRelu", _leaky_backward_params))
+
+
+# rrelu (F.rrelu, nn.RReLU) reaches the backend as rrelu_with_noise_functional (its value and the noise it
+# drew) and rrelu_with_noise_backward, in training and in eval alike
+def _rrelu_slope(ctx: Context, a: dict[str, Any]) -> dict[str, float]:
+    return {"alpha": (_num(ctx, a["lower"]) + _num(ctx, a["upper"])) / 2}  # aten's, in double
+
+
+@handles("rrelu_with_noise_functional.default")
+def _rrelu(ctx: Context, a: dict[str, Any]) -> tuple[int, int]:
+    """Eval (training=False): leaky_relu with slope (lower + upper) / 2, as aten's kernel calls it; the
+    noise is returned as it was given. Training draws each negative element's slope from the generator,
+    which the format cannot (docs/torch.md, Decisions): refused."""
+    if a["training"]:
+        raise ctx.refuse("rrelu in training draws its slopes from the generator (the format has none)")
+    x = ctx.cast(ctx.t(a["self"]), ctx.out(0)[1])
+    return ctx.add("Activation", (x,), {"kind": "LeakyRelu", **_rrelu_slope(ctx, a)}), ctx.t(a["noise"])
+
+
+@handles("rrelu_with_noise_backward.default")
+def _rrelu_backward(ctx: Context, a: dict[str, Any]) -> int:
+    """Training: dy * noise (the slopes the forward drew, 1 where x >= 0), aten's kernel whatever lower and
+    upper are; eval: leaky_relu_backward with slope (lower + upper) / 2."""
+    if a["training"]:
+        shape, dt = ctx.out()
+        dy, noise = (ctx.expand(ctx.cast(ctx.t(a[k]), dt), shape) for k in ("grad_output", "noise"))
+        return ctx.add("Binary", (dy, noise), {"op": "Mul"})
+    params = _rrelu_slope(ctx, a)
+    if a["self_is_result"] and params["alpha"] < 0:
+        raise ctx.refuse("rrelu_with_noise_backward from the result with a negative slope (y > 0 is not x > 0)")
+    return _grad(ctx, "LeakyRelu", a["self"], a["grad_output"], "input", params)
+
+
 handles("hardtanh.default")(_unary("Hardtanh", _hardtanh))
 handles("relu6.default")(_unary("Hardtanh", lambda ctx, a: {"min": 0.0, "max": 6.0}))
 handles("hardtanh_backward.default")(_backward("Hardtanh", _hardtanh))
