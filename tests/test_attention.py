@@ -376,3 +376,147 @@ def test_rank_two_attention_lowers(causal: bool) -> None:
     feeds = {n.attrs["name"]: rng.standard_normal(n.shape).astype(np.float32) for n in graph.nodes if n.op == "Input"}
     for backend in ("metal", "tpu"):
         assert_lowering_matches(graph, el.lower(graph, backend).graph, feeds)
+
+
+# --------------------------------------------------------------------------- grouped-query attention (version 3)
+
+def _grouped(seed: int, groups: int, rows: int = 4, cols: int = 6) -> tuple[np.ndarray, ...]:
+    """q [2, 2g, L, 3] against k [2, 2, S, 3], v [2, 2, S, 5]; a [L, S] mask; dy."""
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((2, 2 * groups, rows, 3)), rng.standard_normal((2, 2, cols, 3))
+    v, dy = rng.standard_normal((2, 2, cols, 5)), rng.standard_normal((2, 2 * groups, rows, 5))
+    mask = rng.standard_normal((rows, cols))
+    mask[1, -1] = -np.inf
+    return q, k, v, mask, dy
+
+
+@pytest.mark.parametrize("groups", [1, 2, 3])
+@pytest.mark.parametrize("causal", [False, True])
+def test_grouped_attention_is_attention_on_k_and_v_repeated_per_group(groups: int, causal: bool) -> None:
+    q, k, v, mask, dy = _grouped(6, groups)
+    kx, vx = np.repeat(k, groups, axis=1), np.repeat(v, groups, axis=1)  # q's head h reads kv head h // g
+    for b, h in ((0, 0), (1, 2 * groups - 1)):
+        out, lse = textbook(q[b, h], k[b, h // groups], v[b, h // groups], mask, 1 / math.sqrt(3), causal)
+        np.testing.assert_allclose(f64("Attention", {"causal": causal, "groups": groups}, q, k, v, mask)[b, h], out,
+                                   rtol=1e-13, atol=1e-14)
+        np.testing.assert_allclose(f64("AttentionLogSumExp", {"causal": causal, "groups": groups}, q, k, mask)[b, h],
+                                   lse, rtol=1e-13, atol=1e-14)
+    attrs, plain = {"causal": causal, "groups": groups}, {"causal": causal}
+    out, lse = f64("Attention", plain, q, kx, vx, mask), f64("AttentionLogSumExp", plain, q, kx, mask)
+    np.testing.assert_array_equal(f64("AttentionBackwardQuery", attrs, q, k, v, mask, out, lse, dy),
+                                  f64("AttentionBackwardQuery", plain, q, kx, vx, mask, out, lse, dy))
+    dk = f64("AttentionBackwardKey", plain, q, kx, vx, mask, out, lse, dy).reshape(2, 2, groups, 6, 3).sum(axis=2)
+    dv = f64("AttentionBackwardValue", plain, q, kx, mask, lse, dy).reshape(2, 2, groups, 6, 5).sum(axis=2)
+    np.testing.assert_allclose(f64("AttentionBackwardKey", attrs, q, k, v, mask, out, lse, dy), dk, rtol=1e-14)
+    np.testing.assert_allclose(f64("AttentionBackwardValue", attrs, q, k, mask, lse, dy), dv, rtol=1e-14)
+
+
+@pytest.mark.parametrize("attrs", [{"groups": 2}, {"groups": 2, "causal": True, "scale": 0.4}])
+def test_grouped_backward_ops_are_the_gradients(attrs: dict[str, object]) -> None:
+    q, k, v, mask, dy = _grouped(7, 2, rows=3, cols=4)
+
+    def loss(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> float:
+        return float(np.sum(f64("Attention", attrs, q, k, v, mask) * dy))
+
+    out, lse = f64("Attention", attrs, q, k, v, mask), f64("AttentionLogSumExp", attrs, q, k, mask)
+    want = (numeric_grad(lambda x: loss(x, k, v), q), numeric_grad(lambda x: loss(q, x, v), k),
+            numeric_grad(lambda x: loss(q, k, x), v))
+    got = (f64("AttentionBackwardQuery", attrs, q, k, v, mask, out, lse, dy),
+           f64("AttentionBackwardKey", attrs, q, k, v, mask, out, lse, dy),
+           f64("AttentionBackwardValue", attrs, q, k, mask, lse, dy))
+    for name, g, w in zip("qkv", got, want):
+        assert g.shape == w.shape, name  # the key and value gradients are k's and v's shapes
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-8, err_msg=name)
+
+
+QG, KG, VG = [2, 4, 3, 4], [2, 2, 5, 4], [2, 2, 5, 6]
+
+
+@pytest.mark.parametrize(("op", "attrs", "shapes", "out", "words"), [
+    ("Attention", {"groups": 3}, [QG, KG, VG, []], [2, 4, 3, 6], "q has 4 heads, which groups 3 does not divide"),
+    ("Attention", {"groups": 4}, [QG, KG, VG, []], [2, 4, 3, 6],
+     "k has shape [2, 2, 5, 4], expected [2, 1, S, 4] for q [2, 4, 3, 4] in groups of 4"),
+    ("Attention", {}, [QG, KG, VG, []], [2, 4, 3, 6], "k has shape [2, 2, 5, 4], expected [2, 4, S, 4]"),
+    ("Attention", {"groups": 2}, [QG, KG, [2, 4, 5, 6], []], [2, 4, 3, 6],
+     "v has shape [2, 4, 5, 6], expected [2, 2, 5, Ev]"),
+    ("Attention", {"groups": 2}, [QG, KG, VG, [2, 3, 5]], [2, 4, 3, 6],
+     "mask has shape [2, 3, 5], which does not broadcast to the scores [2, 4, 3, 5]"),  # a mask per kv head
+    ("Attention", {"groups": 1}, [[3, 4], [5, 4], [5, 6], []], [3, 6],
+     "expected rank >= 3 ([..., H, L, E]) with groups"),
+    ("Attention", {"groups": 0}, [QG, KG, VG, []], [2, 4, 3, 6], "'groups' must be a positive integer"),
+    ("AttentionBackwardKey", {"groups": 2}, [QG, KG, VG, [], [2, 4, 3, 6], [2, 4, 3], [2, 4, 3, 6]], [2, 4, 5, 4],
+     "declared shape [2, 4, 5, 4], but the inputs give [2, 2, 5, 4]"),  # dk is k's shape
+    ("AttentionBackwardValue", {"groups": 2}, [QG, [2, 3, 5, 4], [], [2, 4, 3], [2, 4, 3, 6]], [2, 2, 5, 6],
+     "k has shape [2, 3, 5, 4], expected [2, 2, S, 4]"),
+])
+def test_bad_grouped_nodes_are_refused_in_one_line(op: str, attrs: dict[str, object], shapes: list[list[int]],
+                                                   out: list[int], words: str) -> None:
+    escaped = words.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(").replace(")", r"\)")
+    d = _doc(op, attrs, shapes, out)
+    d["version"] = 3
+    with pytest.raises(GraphError, match=escaped) as e:
+        el.validated(el.from_dict(d))
+    assert str(e.value).startswith(f"node {len(shapes)}") and "\n" not in str(e.value)
+
+
+def test_groups_is_new_in_version_3() -> None:
+    d = _doc("Attention", {"groups": 2}, [QG, KG, VG, []], [2, 4, 3, 6])
+    with pytest.raises(GraphError, match="attribute 'groups' of Attention is new in version 3") as e:
+        el.validated(el.from_dict(d))
+    assert str(e.value).startswith("node 4")
+    d["version"] = 3
+    graph = el.validated(el.from_dict(d))
+    assert graph.to_dict()["version"] == 3 and el.from_dict(graph.to_dict()).node(4).attrs == {"groups": 2}
+
+
+def grouped_step(dtype: str = "f32", causal: bool = False, mask_shape: tuple[int, ...] | None = (4, 6),
+                 groups: int = 2) -> el.Graph:
+    """attention_step with q of 2g heads against k, v of 2."""
+    b = GraphBuilder("grouped_step")
+    q, k = b.input("q", [2, 2 * groups, 4, 3], dtype), b.input("k", [2, 2, 6, 3], dtype)
+    v, dy = b.input("v", [2, 2, 6, 5], dtype), b.input("dy", [2, 2 * groups, 4, 5], dtype)
+    mask = b.input("mask", list(mask_shape), dtype) if mask_shape is not None else b.constant(0.0, [], dtype)
+    attrs: dict[str, object] = {"causal": causal, "groups": groups}
+    out = b.op("Attention", q, k, v, mask, **attrs)
+    lse = b.op("AttentionLogSumExp", q, k, mask, **attrs)
+    grads = [b.op("AttentionBackwardQuery", q, k, v, mask, out, lse, dy, **attrs),
+             b.op("AttentionBackwardKey", q, k, v, mask, out, lse, dy, **attrs),
+             b.op("AttentionBackwardValue", q, k, mask, lse, dy, **attrs)]
+    return b.build([out, lse, *grads])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_grouped_attention_lowers_on_every_backend(backend: str, causal: bool) -> None:
+    graph = grouped_step(causal=causal)
+    result = el.lower(graph, backend)
+    target = el.load_backend(backend)
+    assert all(target.runs_node(n) for n in result.graph.nodes)
+    for op in ATTENTION_OPS:
+        assert (op in result.graph.op_counts()) == target.runs(op), op
+    assert_lowering_matches(graph, result.graph, step_feeds(graph))
+
+
+@pytest.mark.parametrize("mask_shape", [None, (2, 1, 1, 6), (6,)])
+def test_grouped_attention_without_a_row_mask_folds_q_instead_of_repeating_k_and_v(
+        mask_shape: tuple[int, ...] | None) -> None:
+    # not causal, a mask constant along heads and rows: q [2, 4, 4, 3] read as [2, 2, 8, 3] costs less than
+    # k and v repeated (no Expand, no sum over the group); causal, the rows' order matters: k, v repeated
+    for causal in (False, True):
+        graph = grouped_step(causal=causal, mask_shape=mask_shape)
+        result = el.lower(graph, "wgpu")
+        expands = [n.shape for n in result.graph.nodes if n.op == "Expand" and len(n.shape) == 5]
+        assert (expands == []) != causal, (causal, expands)
+        rng = np.random.default_rng(3)
+        feeds = {n.attrs["name"]: rng.standard_normal(n.shape).astype(np.float32) for n in graph.nodes
+                 if n.op == "Input"}
+        if mask_shape is not None:
+            feeds["mask"].reshape(-1)[0] = -np.inf
+        assert_lowering_matches(graph, result.graph, feeds)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "f64"])
+@pytest.mark.parametrize("groups", [1, 4])
+def test_grouped_attention_expansions_in_other_dtypes(dtype: str, groups: int) -> None:
+    graph = grouped_step(dtype, causal=True, groups=groups)
+    assert_lowering_matches(graph, el.lower(graph, "metal").graph, step_feeds(graph, dtype))

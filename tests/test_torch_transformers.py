@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import egraph_lower.torch as elt  # noqa: E402
+from egraph_lower.torch import cache  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -58,6 +59,17 @@ def _llama() -> tuple[Any, Callable[[Any], Any]]:
     return model, lambda m: m(input_ids=ids, labels=ids).loss
 
 
+def _llama_gqa() -> tuple[Any, Callable[[Any], Any]]:
+    """LLaMA with grouped-query attention (2 key/value heads for 4 query heads): transformers hands sdpa
+    k and v of 2 heads with enable_gqa, which reaches the backend as the flash kernel on grouped shapes."""
+    cfg = transformers.LlamaConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=64,
+                                   intermediate_size=128, vocab_size=128, max_position_embeddings=64)
+    model = transformers.LlamaForCausalLM(cfg)
+    model.loss_type = "ForCausalLM"
+    ids = torch.randint(1, 128, (2, 16))
+    return model, lambda m: m(input_ids=ids, labels=ids).loss
+
+
 def _t5() -> tuple[Any, Callable[[Any], Any]]:
     """Encoder-decoder with relative position buckets; its labels shifted right with copy, fill,
     select_scatter and slice_scatter (issue 19 found those left in PyTorch)."""
@@ -68,17 +80,24 @@ def _t5() -> tuple[Any, Callable[[Any], Any]]:
     return model, lambda m: m(input_ids=ids, labels=labels).loss
 
 
-MODELS = {"gpt2": _gpt2, "bert": _bert, "llama": _llama, "t5": _t5}
+MODELS = {"gpt2": _gpt2, "bert": _bert, "llama": _llama, "llama-gqa": _llama_gqa, "t5": _t5}
 
 
 @pytest.mark.parametrize(("name", "target"), [("gpt2", "metal"), ("gpt2", "cpu"), ("bert", "metal"),
-                                              ("llama", "wgpu"), ("t5", "metal")])
-def test_one_training_step_matches_eager(name: str, target: str) -> None:
+                                              ("llama", "wgpu"), ("llama-gqa", "wgpu"), ("t5", "metal")])
+def test_one_training_step_matches_eager(name: str, target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     torch.manual_seed(0)
     eager, loss_of = MODELS[name]()
     eager.train()
     compiled = copy.deepcopy(eager)
     be = elt.backend(target)
+    imported: list[Any] = []  # the graphs as imported, before lowering
+    lowered = cache.lowered
+
+    def record(graph: Any, *args: Any, **kwargs: Any) -> Any:
+        imported.append(graph)
+        return lowered(graph, *args, **kwargs)
+    monkeypatch.setattr(cache, "lowered", record)
     step = torch.compile(lambda: loss_of(compiled), backend=be, dynamic=False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -96,8 +115,11 @@ def test_one_training_step_matches_eager(name: str, target: str) -> None:
     assert not failed, be.summary()
     assert {g.kind for g in be.graphs} == {"forward", "backward"}
     assert all(g.lowered == 1 for g in be.graphs), be.summary()  # each graph lowered once, whole
-    if name in ("llama", "t5"):
+    if name in ("llama", "llama-gqa", "t5"):
         assert be.unlowered_ops == {}, be.summary()  # nothing of the forward or the backward left in PyTorch
+    groups = {n.attrs.get("groups") for g in imported for n in g.nodes if n.op.startswith("Attention")}
+    if name == "llama-gqa":  # k and v reached the backend with 2 heads for q's 4, forward and backward
+        assert groups == {2} and sum(n.op == "AttentionBackwardKey" for g in imported for n in g.nodes) == 2
     if target == "metal":
         assert be.graphs[1].replaced >= 1, be.summary()  # the backward ops run as metal's expansions
         # no backward aten op is left to PyTorch (attention's included: the sdpa flash kernel's backward)

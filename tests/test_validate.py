@@ -306,6 +306,14 @@ ALL_OPS = doc(
          {"mode": "linear", "align_corners": True, "antialias": True, "input_shape": [1, 1, 4, 4]}),
     node(2462, "InterpolateWeights", [0], [3, 10], F, {"mode": "linear", "antialias": True, "in_size": 10,
                                                        "out_size": 3}),
+    # grouped-query attention (version 3, gqa: ids 2480-2499): q of 4 heads against k, v of 2
+    inp(2480, [1, 4, 3, 4], name="gq"), inp(2481, [1, 2, 5, 4], name="gk"), inp(2482, [1, 2, 5, 2], name="gv"),
+    inp(2483, [1, 4, 3, 2], name="gdy"),
+    node(2484, "Attention", [2480, 2481, 2482, 254], [1, 4, 3, 2], F, {"groups": 2, "causal": True}),
+    node(2485, "AttentionLogSumExp", [2480, 2481, 254], [1, 4, 3], F, {"groups": 2}),
+    node(2486, "AttentionBackwardQuery", [2480, 2481, 2482, 254, 2484, 2485, 2483], [1, 4, 3, 4], F, {"groups": 2}),
+    node(2487, "AttentionBackwardKey", [2480, 2481, 2482, 254, 2484, 2485, 2483], [1, 2, 5, 4], F, {"groups": 2}),
+    node(2488, "AttentionBackwardValue", [2480, 2481, 254, 2485, 2483], [1, 2, 5, 2], F, {"groups": 2}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -330,7 +338,8 @@ ALL_OPS = doc(
              2151, 2152, 2153, 2154, 2155,
              2232, 2233,
              2251, 2252, 2253, 2254,
-             2461, 2462],
+             2461, 2462,
+             2486, 2487, 2488],
     name="all ops",
 )
 
@@ -407,6 +416,23 @@ NODE_CASES = [
     (doc(inp(0) | {"name": 3}), 0, ["name must be a string"]),
     (doc(inp(0) | {"attrs": ["name", "x"]}), 0, ["attrs must be an object"]),
     (doc(inp(0, [2]), inp(1, [3], name="x0")), 1, ["name 'x0'", "node 0"]),
+]
+
+
+
+
+def _gqa(groups: int, q_heads: int = 6, version: int = LATEST) -> dict[str, Any]:
+    """Grouped attention (ids 2490-2494): q of `q_heads` heads against k, v of 4."""
+    return doc(inp(2490, [1, q_heads, 3, 4]), inp(2491, [1, 4, 5, 4]), inp(2492, [1, 4, 5, 2]),
+               node(2493, "Constant", (), [], F, {"value": 0}),
+               node(2494, "Attention", [2490, 2491, 2492, 2493], [1, q_heads, 3, 2], F, {"groups": groups}),
+               version=version)
+
+
+NODE_CASES += [
+    (_gqa(2), 2494, ["(Attention)", "k has shape [1, 4, 5, 4], expected [1, 3, S, 4] for q [1, 6, 3, 4] in groups of 2"]),
+    (_gqa(4), 2494, ["(Attention)", "q has 6 heads, which groups 4 does not divide"]),
+    (_gqa(2, 8, version=2), 2494, ["attribute 'groups' of Attention", "version 3"]),
 ]
 
 

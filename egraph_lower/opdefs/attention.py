@@ -34,7 +34,8 @@ import numpy as np
 from ..arrays import Args, Attrs, _f, _round_float
 from ..dtypes import FLOAT_DTYPES
 from ..errors import LowerError
-from .base import F64, I64, STRING, Attr, Ctor, Field, Meta, OpDef, head, integer, ints_text
+from .attention_groups import group_fields, kv_batch, repeat_heads, sum_heads
+from .base import F64, I64, INPUTS, STRING, Attr, Ctor, Field, Meta, OpDef, head, integer, ints_text
 from .meta import attr_check, broadcast_shapes, is_int, show_shape
 
 # ---- reference semantics (float64, rounded once) ---------------------------------------------------
@@ -50,10 +51,14 @@ def _scale(attrs: Attrs, q: np.ndarray) -> float:
     return default_scale(q.shape[-1]) if s is None else float(s)
 
 
-def _check(op: str, dtype: str, q: np.ndarray, k: np.ndarray) -> None:
+def _check(op: str, dtype: str, attrs: Attrs, q: np.ndarray, k: np.ndarray) -> None:
     if dtype not in FLOAT_DTYPES:
         raise LowerError(f"{op} needs a float dtype, not {dtype}")
-    if q.ndim < 2 or k.ndim != q.ndim or q.shape[-1] != k.shape[-1] or q.shape[:-2] != k.shape[:-2]:
+    try:
+        batch = kv_batch(q.shape, attrs.get("groups")) if q.ndim >= 2 else None
+    except ValueError:
+        batch = None
+    if batch is None or k.ndim != q.ndim or q.shape[-1] != k.shape[-1] or k.shape[:-2] != batch:
         raise LowerError(f"{op}: q {show_shape(q.shape)} and k {show_shape(k.shape)} do not fit")
 
 
@@ -86,30 +91,35 @@ def gradients(attrs: Attrs, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: n
     return dq, dk, np.matmul(np.swapaxes(p, -1, -2), dy)
 
 
+# With `groups`, k and v are repeated along their head axis first (q's head h reads head h // g) and
+# the key and value gradients summed back over each run of g heads (attention_groups.py).
+
 def _op_attention(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
     q, k, v, mask = (_f(a) for a in args)
-    _check("Attention", dtype, q, k)
+    _check("Attention", dtype, attrs, q, k)
+    k, v = repeat_heads(attrs, k), repeat_heads(attrs, v)
     return _round_float(np.matmul(probabilities(attrs, q, k, mask)[0], v), dtype)
 
 
 def _op_lse(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
     q, k, mask = (_f(a) for a in args)
-    _check("AttentionLogSumExp", dtype, q, k)
-    return _round_float(probabilities(attrs, q, k, mask)[1], dtype)
+    _check("AttentionLogSumExp", dtype, attrs, q, k)
+    return _round_float(probabilities(attrs, q, repeat_heads(attrs, k), mask)[1], dtype)
 
 
 def _op_bwd_value(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
     q, k, mask, _lse, dy = (_f(a) for a in args)
-    _check("AttentionBackwardValue", dtype, q, k)
-    p, _ = probabilities(attrs, q, k, mask)
-    return _round_float(np.matmul(np.swapaxes(p, -1, -2), dy), dtype)
+    _check("AttentionBackwardValue", dtype, attrs, q, k)
+    p, _ = probabilities(attrs, q, repeat_heads(attrs, k), mask)
+    return _round_float(sum_heads(attrs, np.matmul(np.swapaxes(p, -1, -2), dy)), dtype)
 
 
 def _op_bwd(which: int, op: str) -> Any:
     def evaluate(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
         q, k, v, mask, _out, _lse, dy = (_f(a) for a in args)
-        _check(op, dtype, q, k)
-        return _round_float(gradients(attrs, q, k, v, mask, dy)[which], dtype)
+        _check(op, dtype, attrs, q, k)
+        grad = gradients(attrs, q, repeat_heads(attrs, k), repeat_heads(attrs, v), mask, dy)[which]
+        return _round_float(grad if which == 0 else sum_heads(attrs, grad), dtype)
     return evaluate
 
 
@@ -146,20 +156,23 @@ def _dtype(named: Sequence[tuple[str, Meta]], lse: Meta | None = None) -> str | 
     return dt
 
 
-def _qk(q: tuple[int, ...], k: tuple[int, ...]) -> None:
+def _qk(attrs: Mapping[str, Any], q: tuple[int, ...], k: tuple[int, ...]) -> None:
     if len(q) < 2:
         raise ValueError(f"q has shape {show_shape(q)}, expected rank >= 2 ([..., L, E])")
-    if len(k) != len(q) or k[:-2] != q[:-2] or k[-1] != q[-1]:
-        raise ValueError(f"k has shape {show_shape(k)}, expected {_spec(q, 'S', q[-1])} for q {show_shape(q)}")
+    batch, g = kv_batch(q, attrs.get("groups")), attrs.get("groups")
+    if len(k) != len(q) or k[:-2] != batch or k[-1] != q[-1]:
+        raise ValueError(f"k has shape {show_shape(k)}, expected {_spec(batch, 'S', q[-1])} for q {show_shape(q)}"
+                         + (f" in groups of {g}" if g is not None else ""))
 
 
-def _spec(q: tuple[int, ...], rows: str, last: Any) -> str:
-    return "[" + ", ".join([str(d) for d in q[:-2]] + [rows, str(last)]) + "]"
+def _spec(batch: tuple[int, ...], rows: str, last: Any) -> str:
+    return "[" + ", ".join([str(d) for d in batch] + [rows, str(last)]) + "]"
 
 
-def _v(q: tuple[int, ...], k: tuple[int, ...], v: tuple[int, ...]) -> None:
-    if len(v) != len(q) or v[:-2] != q[:-2] or v[-2] != k[-2]:
-        raise ValueError(f"v has shape {show_shape(v)}, expected {_spec(q, str(k[-2]), 'Ev')} for k {show_shape(k)}")
+def _v(attrs: Mapping[str, Any], q: tuple[int, ...], k: tuple[int, ...], v: tuple[int, ...]) -> None:
+    if len(v) != len(q) or v[:-2] != k[:-2] or v[-2] != k[-2]:
+        raise ValueError(f"v has shape {show_shape(v)}, expected {_spec(k[:-2], str(k[-2]), 'Ev')} "
+                         f"for k {show_shape(k)}")
 
 
 def _mask(q: tuple[int, ...], k: tuple[int, ...], mask: tuple[int, ...]) -> None:
@@ -180,22 +193,22 @@ def _exact(name: str, shape: tuple[int, ...], want: tuple[int, ...]) -> None:
 
 def _infer_attention(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
     (q, _), (k, _), (v, _), (mask, _) = ins
-    _qk(q, k)
-    _v(q, k, v)
+    _qk(attrs, q, k)
+    _v(attrs, q, k, v)
     _mask(q, k, mask)
     return q[:-1] + (v[-1],), _dtype(list(zip(("q", "k", "v", "mask"), ins)))
 
 
 def _infer_lse(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
     (q, _), (k, _), (mask, _) = ins
-    _qk(q, k)
+    _qk(attrs, q, k)
     _mask(q, k, mask)
     return q[:-1], _dtype(list(zip(("q", "k", "mask"), ins)))
 
 
 def _infer_bwd_value(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
     (q, _), (k, _), (mask, _), (lse, _), (dy, _) = ins
-    _qk(q, k)
+    _qk(attrs, q, k)
     _mask(q, k, mask)
     _exact("lse", lse, q[:-1])
     if len(dy) != len(q) or dy[:-1] != q[:-1]:
@@ -207,8 +220,8 @@ def _infer_bwd_value(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
 def _infer_bwd(out: str) -> Any:
     def infer(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
         (q, _), (k, _), (v, _), (mask, _), (o, _), (lse, _), (dy, _) = ins
-        _qk(q, k)
-        _v(q, k, v)
+        _qk(attrs, q, k)
+        _v(attrs, q, k, v)
         _mask(q, k, mask)
         _exact("out", o, q[:-1] + (v[-1],))
         _exact("lse", lse, q[:-1])
@@ -225,22 +238,30 @@ def _is_scale(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _encode_scale(value: Any, shape: tuple[int, ...]) -> float:
-    return default_scale(shape[-1] if shape else 0) if value is None else float(value)
+def _encode_scale(value: Any, shapes: tuple[tuple[int, ...], ...]) -> float:
+    q = shapes[0]
+    return default_scale(q[-1] if q else 0) if value is None else float(value)
+
+
+def _is_groups(v: Any) -> bool:
+    return is_int(v) and v >= 1
 
 
 _ATTRS = (Attr("scale", attr_check("scale", _is_scale, "a finite number"), required=False),
-          Attr("causal", attr_check("causal", lambda v: isinstance(v, bool), "true or false"), required=False))
+          Attr("causal", attr_check("causal", lambda v: isinstance(v, bool), "true or false"), required=False),
+          Attr("groups", attr_check("groups", _is_groups, "a positive integer"), required=False))
 
 
 def _shape_field(name: str, fn: Any) -> Field:
-    return Field(name, STRING, lambda v, shape: ints_text(fn(tuple(shape))), None, source="causal", shaped=True)
+    return Field(name, STRING, lambda v, shapes: ints_text(fn(tuple(shapes[0]))), None, source="causal",
+                 shaped=INPUTS)
 
 
 # scale (1/sqrt(E) when absent: needs q's shape), causal; then derived: the scores' last axis, the
-# permutation that swaps the last two axes, q's shape without its last axis (lse's shape) and with it as 1
-_FIELDS = (Field("scale", F64, _encode_scale, float, shaped=True),
-           Field("causal", I64, lambda v, shape: int(bool(v)), bool, default=False),
+# permutation that swaps the last two axes, q's shape without its last axis (lse's shape) and with it as 1.
+# Every field reads every input's shape (INPUTS: the grouped constructors' fields need k's and v's), q first.
+_FIELDS = (Field("scale", F64, _encode_scale, float, shaped=INPUTS),
+           Field("causal", I64, lambda v, shapes: int(bool(v)), bool, default=False, shaped=INPUTS),
            _shape_field("axes", lambda s: [len(s) - 1]),
            _shape_field("perm", lambda s: list(range(len(s) - 2)) + [len(s) - 1, len(s) - 2]),
            _shape_field("lshape", lambda s: s[:-1]),
@@ -254,8 +275,20 @@ def _infer_safe_softmax(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
     return shape, _dtype([("x", ins[0])])
 
 
+def _ungrouped(attrs: Mapping[str, Any]) -> bool:
+    return attrs.get("groups") is None
+
+
+def _grouped(attrs: Mapping[str, Any]) -> bool:
+    return attrs.get("groups") is not None
+
+
 def _ctor(name: str, op: str, arity: int) -> tuple[Ctor, ...]:
-    return (Ctor(name, op, _FIELDS, arity, (head(name),)),)
+    """The ungrouped constructor, and the grouped one (`groups` given, even 1: version 3) with its
+    derived shapes (attention_groups.py)."""
+    grouped = f"{name}Gqa"
+    return (Ctor(name, op, _FIELDS, arity, (head(name),), accepts=_ungrouped),
+            Ctor(grouped, op, _FIELDS + group_fields(op), arity, (head(grouped),), accepts=_grouped))
 
 
 _F = "f32"

@@ -112,3 +112,59 @@ RULES += (
          "(SafeSoftmax axis axes x)", "(where (< m 0) (where (!= (- m m) 0) 0 s) s)", group="forward",
          lets={"m": "(Reduce.Max axes 1 x)", "s": "(Softmax axis axes x)"}),
 )
+
+# Grouped-query attention (opdefs/attention_groups.py) through the ungrouped ops, two forms each:
+# - expand: k and v repeated along the head axis (Reshape [.., Hkv, 1, S, E], Expand [.., Hkv, g, S, E],
+#   Reshape [.., H, S, E]: q's head h reads head h // g), the ungrouped op on them; the key and value
+#   gradients of the repeated k, v summed over each run of g heads (Reshape [.., Hkv, g, S, E], Sum);
+# - fold (only where `fold` is 1: not causal, and a mask constant along the head and row axes): q's g
+#   heads of one kv head read as g L rows of one ([.., Hkv, g L, E]), so k and v are used as they are
+#   and nothing is summed; out, lse and dy folded alike, the results unfolded.
+_GQA = "scale c axes perm lshape lkeep groups ksplit kwide kflat"
+_GQA_V = " vsplit vwide vflat"
+_GQA_LETS = {"kx": "(Reshape kflat (Expand kwide (Reshape ksplit k)))",
+             "vx": "(Reshape vflat (Expand vwide (Reshape vsplit v)))", "qf": "(Reshape qfold q)",
+             "of": "(Reshape ofold out)", "lf": "(Reshape flshape lse)", "dyf": "(Reshape ofold dy)"}
+_PLAIN = "scale c axes perm lshape lkeep"
+_FOLDED = "scale 0 axes perm flshape flkeep"
+
+
+def _gqa(name: str, what: str, lhs: str, expand: str, fold_lhs: str, fold: str) -> tuple[Rule, ...]:
+    return (rule(f"{name}-gqa-expand", f"{what} with k, v repeated per group (the key and value gradients "
+                 "summed over the group)", lhs, expand, group="backward" if "bwd" in name else "forward",
+                 lets=_GQA_LETS),
+            rule(f"{name}-gqa-fold", f"{what} with q's g heads of a kv head as g L rows (not causal, a mask "
+                 "constant along heads and rows)", fold_lhs, fold, group="backward" if "bwd" in name else "forward",
+                 lets=_GQA_LETS))
+
+
+def _gqa_lhs(ctor: str, fields: str, kids: str, fold: bool) -> str:
+    if fold:
+        fields = fields.replace("scale c ", "scale 0 ").replace(" fold ", " 1 ")
+    return f"({ctor} {fields} {kids})"
+
+
+_A = _GQA + _GQA_V + " fold qfold oshape flshape flkeep"
+_L = _GQA + " fold qfold flshape flkeep"
+_Q = _GQA + _GQA_V + " fold qfold ofold flshape flkeep qshape"
+_K = _GQA + _GQA_V + " gaxis fold qfold ofold flshape flkeep"
+_BWD = "q k v mask out lse dy"
+_BWDF = "qf k v mask of lf dyf"
+
+RULES += (
+    *_gqa("attn", "attention", _gqa_lhs("AttentionGqa", _A, "q k v mask", False),
+          f"(Attention {_PLAIN} q kx vx mask)", _gqa_lhs("AttentionGqa", _A, "q k v mask", True),
+          f"(Reshape oshape (Attention {_FOLDED} qf k v mask))"),
+    *_gqa("attn-lse", "lse", _gqa_lhs("AttnLseGqa", _L, "q k mask", False), f"(AttnLse {_PLAIN} q kx mask)",
+          _gqa_lhs("AttnLseGqa", _L, "q k mask", True), f"(Reshape lshape (AttnLse {_FOLDED} qf k mask))"),
+    *_gqa("attn-bwd-query", "dq", _gqa_lhs("AttnBwdQueryGqa", _Q, _BWD, False),
+          f"(AttnBwdQuery {_PLAIN} q kx vx mask out lse dy)", _gqa_lhs("AttnBwdQueryGqa", _Q, _BWD, True),
+          f"(Reshape qshape (AttnBwdQuery {_FOLDED} {_BWDF}))"),
+    *_gqa("attn-bwd-key", "dk", _gqa_lhs("AttnBwdKeyGqa", _K, _BWD, False),
+          f"(Reduce.Sum gaxis 0 (Reshape kwide (AttnBwdKey {_PLAIN} q kx vx mask out lse dy)))",
+          _gqa_lhs("AttnBwdKeyGqa", _K, _BWD, True), f"(AttnBwdKey {_FOLDED} {_BWDF})"),
+    *_gqa("attn-bwd-value", "dv", _gqa_lhs("AttnBwdValueGqa", _K, "q k mask lse dy", False),
+          f"(Reduce.Sum gaxis 0 (Reshape vwide (AttnBwdValue {_PLAIN} q kx mask lse dy)))",
+          _gqa_lhs("AttnBwdValueGqa", _K, "q k mask lse dy", True),
+          "(AttnBwdValue scale 0 axes perm flshape flkeep qf k mask lf dyf)"),
+)

@@ -15,8 +15,12 @@ q, k and v are 4-d with E == Ev (else as the math path's primitives and `_safe_s
   other shapes to: E != Ev, a mask that needs a gradient, dropout) -> SafeSoftmax{axis: dim}, in
   `dtype` when given.
 
+Grouped-query attention (`enable_gqa`: k and v of Hkv heads, q of g Hkv, the other batch dims equal)
+maps to the same ops with `groups: g` (format version 3); the aten kernels take those shapes as they are.
+
 Refused with a reason (that piece runs in PyTorch): dropout_p != 0 (its random mask is drawn inside
-the kernel), and q, k, v whose batch dims differ (grouped-query attention, `enable_gqa`).
+the kernel), and q, k, v whose batch dims differ otherwise (q's heads not a multiple of k's, k's and
+v's differing, another batch dim differing).
 """
 
 from __future__ import annotations
@@ -39,13 +43,18 @@ def _attrs(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
     return attrs
 
 
-def _qkv(ctx: Context, a: dict[str, Any], dt: str) -> tuple[int, int, int]:
+def _qkv(ctx: Context, a: dict[str, Any], dt: str, attrs: dict[str, Any]) -> tuple[int, int, int]:
+    """q, k, v in `dt`; `attrs` gains `groups` where k and v have fewer heads (axis -3) than q."""
     q, k, v = (ctx.cast(ctx.t(a[n]), dt) for n in ("query", "key", "value"))
     sq, sk, sv = ctx.shape(q), ctx.shape(k), ctx.shape(v)
-    if len(sq) < 2 or not (sq[:-2] == sk[:-2] == sv[:-2]):
-        raise ctx.refuse(f"q {list(sq)}, k {list(sk)} and v {list(sv)} have different batch dims "
-                         "(grouped-query attention is not mapped)")
-    return q, k, v
+    if len(sq) >= 2 and sq[:-2] == sk[:-2] == sv[:-2]:
+        return q, k, v
+    if len(sq) >= 3 and len(sk) == len(sv) == len(sq) and sq[:-3] == sk[:-3] == sv[:-3] and sk[-3] == sv[-3] \
+            and sk[-3] > 0 and sq[-3] % sk[-3] == 0:
+        attrs["groups"] = sq[-3] // sk[-3]
+        return q, k, v
+    raise ctx.refuse(f"q {list(sq)}, k {list(sk)} and v {list(sv)} have batch dims that differ other than "
+                     "by q's heads being a multiple of k's and v's")
 
 
 def _mask(ctx: Context, mask: Any, dt: str) -> int:
@@ -62,7 +71,7 @@ def _mask(ctx: Context, mask: Any, dt: str) -> int:
 def _flash(ctx: Context, a: dict[str, Any]) -> tuple[int, int]:
     attrs = _attrs(ctx, a)
     dt = ctx.out(0)[1]
-    q, k, v = _qkv(ctx, a, dt)
+    q, k, v = _qkv(ctx, a, dt, attrs)
     mask = _mask(ctx, a.get("attn_mask"), dt)
     out = ctx.add("Attention", (q, k, v, mask), attrs)
     if dt in _HALF:
@@ -75,7 +84,7 @@ def _flash(ctx: Context, a: dict[str, Any]) -> tuple[int, int]:
 def _flash_backward(ctx: Context, a: dict[str, Any]) -> tuple[int, int, int]:
     attrs = _attrs(ctx, a)
     dt = ctx.out(0)[1]
-    q, k, v = _qkv(ctx, a, dt)
+    q, k, v = _qkv(ctx, a, dt, attrs)
     mask = _mask(ctx, a.get("attn_mask"), dt)
     out, dy = ctx.cast(ctx.t(a["out"]), dt), ctx.cast(ctx.t(a["grad_out"]), dt)
     lse = ctx.cast(ctx.t(a["logsumexp"]), "f32" if dt in _HALF else dt)

@@ -84,6 +84,10 @@ def attention_domain(rule: Rule, dtype: str) -> list[Env]:
     forward's (lse in f32 for f16/bf16, as torch keeps it), scale the default 1/sqrt(E)."""
     lhs = rule.lhs
     assert isinstance(lhs, App)
+    if lhs.ctor.endswith("Gqa"):  # grouped-query attention: its own shapes (attention_groups.py)
+        from .attention_groups import attention_groups_domain
+
+        return attention_groups_domain(rule, dtype)
     causal = lhs.params[1] == "1"
     tag = "c" if causal else "n"
     out = []
@@ -102,5 +106,6 @@ def attention_domain(rule: Rule, dtype: str) -> list[Env]:
 # The error scale of an attention rule, by its lhs constructor: the magnitudes its result is summed
 # from, computed with the domain (its `cond`).
 ATTENTION_SCALES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {
-    name: lambda f: f["cond"] for name in ("Attention", "AttnLse", "AttnBwdValue", "AttnBwdQuery", "AttnBwdKey")
+    name: lambda f: f["cond"] for base in ("Attention", "AttnLse", "AttnBwdValue", "AttnBwdQuery", "AttnBwdKey")
+    for name in (base, f"{base}Gqa")
 }
