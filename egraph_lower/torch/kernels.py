@@ -70,6 +70,7 @@ from .kernels_views import slice_scatter
 from .kernels_strided import (as_strided, as_strided_scatter, masked_scatter, masked_scatter_backward,
                               strided_index, strided_scatter_index)
 from .kernels_gating import prelu_backward
+from .kernels_blas import addbmm, addmv
 from .kernels_views import diagonal, diagonal_backward, diagonal_scatter, repeat, select_scatter
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
@@ -121,6 +122,7 @@ __all__ += ["slice_scatter"]
 __all__ += ["as_strided", "as_strided_scatter", "masked_scatter", "masked_scatter_backward", "strided_index",
             "strided_scatter_index"]
 __all__ += ["prelu_backward"]
+__all__ += ["addbmm", "addmv"]
 __all__ += ["diagonal", "diagonal_scatter", "diagonal_backward", "select_scatter", "repeat"]
 
 
