@@ -104,3 +104,48 @@ def test_norm_users_through_the_backend(target: str) -> None:
     _compiled_matches(lambda s, t: torch.nn.functional.pairwise_distance(s, t), a, b, target=target)
     _compiled_matches(lambda t: torch.linalg.vector_norm(t, 2, dtype=torch.float64), a, target=target)
     _compiled_matches(lambda t: torch.norm(t.half(), dim=(0, 1), keepdim=True).float(), a, target=target)
+
+
+# ---- Dist (aten's dist)
+
+@pytest.mark.parametrize("ord", ORDS)
+@pytest.mark.parametrize(("sa", "sb"), [((8, 5), (8, 5)), ((8, 5), (5,)), ((5,), (8, 5)), ((8, 5), ())])
+def test_dist_agrees_with_torch_in_float64(ord: Any, sa: tuple[int, ...], sb: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(7)
+    a = ROWS if sa == (8, 5) else ROWS[7]
+    b = rng.normal(size=sb) if sb != (8, 5) else np.where(rng.random((8, 5)) < 0.5, ROWS, rng.normal(size=(8, 5)))
+    want = torch.dist(torch.tensor(a), torch.tensor(b), float(ord)).numpy()
+    _same(apply("Dist", {"ord": ord}, [a, b], "f64"), want)
+    _same(K.dist(torch.tensor(a), torch.tensor(b), ord).numpy(), want)
+
+
+def test_dist_of_equal_tensors_is_zero_and_empty_max_is_refused() -> None:
+    assert apply("Dist", {"ord": 2}, [ROWS[[0, 5]], ROWS[[0, 5]]], "f64") == 0.0
+    g = GraphBuilder("empty")
+    x = g.input("x", (0, 3), "f32")
+    with pytest.raises(Exception, match="empty"):
+        g.op("Dist", x, x, ord="inf")
+    with pytest.raises(Exception, match="broadcast"):
+        g.op("Dist", x, g.input("y", (2, 3), "f32"), ord=2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("ord", ORDS)
+def test_dist_lowers_on_every_backend(ord: Any, backend: str) -> None:
+    target = el.load_backend(backend)
+    g = GraphBuilder("dist")
+    a, b = g.input("a", (8, 5), "f32"), g.input("b", (5,), "f32")
+    graph = g.build([g.op("Dist", a, b, ord=ord)])
+    result = el.lower(graph, backend)
+    assert all(target.runs_node(n) for n in result.graph.nodes)
+    assert ("Dist" in target.ops) == any(n.op == "Dist" for n in result.graph.nodes)
+    assert_lowering_matches(graph, result.graph, {"a": ROWS.astype(np.float32), "b": ROWS[7].astype(np.float32)})
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+@pytest.mark.parametrize("ord", [2, 1, INF, 0, 3.0, 0.5])
+def test_dist_through_the_backend(ord: float, target: str) -> None:
+    a = torch.tensor(ROWS[[0, 1, 2, 5, 7]], dtype=torch.float64)
+    b = torch.tensor(ROWS[7], dtype=torch.float64)
+    _compiled_matches(lambda s, t: torch.dist(s, t, ord), a, b, target=target, grad=ord != 0)
+    _compiled_matches(lambda s: torch.dist(s, s.detach(), ord), a, target=target, grad=ord not in (0, 0.5))

@@ -8,6 +8,9 @@ cosine_similarity, pairwise_distance), _cdist_forward / _cdist_backward and _pdi
                                            NaN where x holds one (ord 0: counted as nonzero); an empty
                                            reduction is 0 (refused for "inf" / "-inf", as aten raises)
 
+    Dist{ord}(a, b)                      = VectorNorm{ord, every axis}(a - b), a and b broadcast together
+                                           (floats only): aten's dist; a 0-d result
+
 `ord` is a finite number or the string "inf" / "-inf" (a JSON document holds finite numbers only).
 The e-graph fields beyond the attributes, for the rules: `kind` (L2, L1, Inf, NegInf, L0 or P: the rule
 heads `VectorNorm.L2`, ... fix it), `p` (ord as a float, 0 for the infinities) and `q` (1/p, 0 where p
@@ -26,8 +29,8 @@ import numpy as np
 from ..arrays import Args, Attrs, _f, _round_float
 from ..dtypes import FLOAT_DTYPES
 from ..errors import LowerError
-from .base import F64, I64, STRING, Attr, Ctor, Field, Meta, OpDef, head, ints_text
-from .meta import boolean, int_list
+from .base import F64, I64, INPUTS, STRING, Attr, Ctor, Field, Meta, OpDef, head, ints_text
+from .meta import boolean, broadcast_shapes, float_dtype, int_list, show_shape
 from .reduce import _norm_axes
 
 NORM_KINDS: tuple[str, ...] = ("L2", "L1", "Inf", "NegInf", "L0", "P")
@@ -129,6 +132,37 @@ _NORM_FIELDS = (Field("ord", STRING, _ord_text, _ord_decode),
                 Field("axes", STRING, _encode_axes, json.loads),
                 Field("keep_dim", I64, lambda v, rank: int(bool(v)), bool, default=False))
 
+def _pair_shape(sa: tuple[int, ...], sb: tuple[int, ...], op: str) -> tuple[int, ...]:
+    try:
+        return broadcast_shapes(sa, sb)
+    except ValueError:
+        raise ValueError(f"{op}: a {show_shape(sa)} and b {show_shape(sb)} do not broadcast") from None
+
+
+def _dist(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    dt = float_dtype(ins)
+    if dt is not None and dt not in FLOAT_DTYPES:
+        raise ValueError(f"Dist needs a float dtype, got {dt}")
+    shape = _pair_shape(ins[0][0], ins[1][0], "Dist")
+    if norm_kind(attrs["ord"]) in ("Inf", "NegInf") and 0 in shape:
+        raise ValueError("Dist of ord inf / -inf of empty tensors (aten raises)")
+    return (), dt
+
+
+def _op_dist(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
+    if dtype not in FLOAT_DTYPES:
+        raise LowerError(f"Dist needs a float dtype, not {dtype}")
+    a, b = (_f(v) for v in args)
+    d = a - b
+    return _round_float(np.asarray(vector_norm(d, attrs["ord"], tuple(range(d.ndim)), False)), dtype)
+
+
+def _dist_axes(v: Any, shapes: Any) -> str:
+    return ints_text(range(len(broadcast_shapes(*(tuple(s) for s in shapes)))))
+
+
+_DIST_FIELDS = _NORM_FIELDS[:4] + (Field("axes", STRING, _dist_axes, None, source="ord", shaped=INPUTS),)
+
 OPS: tuple[OpDef, ...] = (
     OpDef("VectorNorm", ("x",), (Attr("ord", _check_ord), Attr("axes", int_list("axes")),
                                  Attr("keep_dim", boolean("keep_dim"), required=False)),
@@ -137,4 +171,11 @@ OPS: tuple[OpDef, ...] = (
                 tuple(head(f"VectorNorm.{k}", kind=k) for k in NORM_KINDS)),),
           domain="distance", torch="vector_norm",
           sample=({"ord": 2, "axes": [-1], "keep_dim": False}, (((2, 3), "f32"),))),
+)
+
+DIST_OPS: tuple[OpDef, ...] = (
+    OpDef("Dist", ("a", "b"), (Attr("ord", _check_ord),), _dist, _op_dist,
+          (Ctor("Dist", "Dist", _DIST_FIELDS, 2, tuple(head(f"Dist.{k}", kind=k) for k in NORM_KINDS)),),
+          domain="distance", torch="dist",
+          sample=({"ord": 3.0}, (((2, 3), "f32"), ((1, 3), "f32")))),
 )

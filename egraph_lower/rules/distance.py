@@ -10,12 +10,16 @@ the head fixing the order's kind:
 - `vnorm-p`: (sum |x|^p)^q, q = 1/p (fields of the constructor: no literal division); for p < 0 a zero
   gives |0|^p = inf, the sum inf and inf^q = 0, aten's value.
 
+- `dist-{kind}` (one per kind): Dist(a, b) = the VectorNorm of the same kind of a - b over every axis
+  (the Sub broadcasts a and b; aten's dist is that norm of the difference).
+
 Left out: a scaled form (m = max |x|, m (sum (|x| / m)^p)^q) that would not overflow where the plain
 sum does: aten's kernel has the plain sum's range, and the half graphs compute in f32.
 """
 
 from __future__ import annotations
 
+from ..opdefs.distance import NORM_KINDS
 from .dsl import Rule, rule
 
 _NORM = "VectorNorm.{k} ord p q axes keep x"
@@ -34,3 +38,8 @@ RULES: tuple[Rule, ...] = (
     rule("vnorm-p", "||x||_p = sum_axes(|x|^p)^(1/p) (p < 0: 0 where x holds a zero)", f"({_NORM.format(k='P')})",
          "(pow (Reduce.Sum axes keep (pow (Abs x) (lit p))) (lit q))", group="forward"),
 )
+
+RULES += tuple(
+    rule(f"dist-{k.lower()}", f"dist_p(a, b) = ||a - b||_p over every axis ({k})", f"(Dist.{k} ord p q axes a b)",
+         f"(VectorNorm.{k} ord p q axes 0 (- a b))", group="forward")
+    for k in NORM_KINDS)

@@ -5,6 +5,9 @@
   "inf" / "-inf". It is not Core ATen and PyTorch's Core ATen table has no decomposition for it, so it
   reaches the importer whole (from norm, normalize, cosine_similarity, pairwise_distance, ...); its
   backward is primitives in aten (div, masked_fill at norm 0, sgn, abs, pow, eq).
+- `dist(self, other, p)`: `Dist{ord: p}(self, other)` in the result's dtype (it is not Core ATen and
+  reaches the importer whole; its expansion into VectorNorm of a Sub is a rule, not the importer's; its
+  backward is aten's norm_backward of self - other, primitives).
 """
 
 from __future__ import annotations
@@ -37,3 +40,10 @@ def _vector_norm(ctx: Context, a: dict[str, Any]) -> int:
         axes = sorted({int(d) % rank for d in dims}) if rank else []
     return ctx.add("VectorNorm", (x,), {"ord": _ord(ctx, a.get("ord", 2)), "axes": axes,
                                         "keep_dim": bool(a.get("keepdim", False))})
+
+
+@handles("dist.default")
+def _dist(ctx: Context, a: dict[str, Any]) -> int:
+    dt = ctx.out_dtype()
+    x, y = (ctx.cast(ctx.t(a[k]), dt) for k in ("self", "other"))
+    return ctx.add("Dist", (x, y), {"ord": _ord(ctx, a.get("p", 2))})

@@ -22,3 +22,9 @@ def vector_norm(x: Tensor, ord: Any, axes: Sequence[int], keep_dim: bool = False
     if not dims:  # no reduced axis: the norm of each element alone
         return torch.linalg.vector_norm(x.unsqueeze(-1), p, dim=-1)
     return torch.linalg.vector_norm(x, p, dim=dims, keepdim=keep_dim)
+
+
+@in_float32
+def dist(a: Tensor, b: Tensor, ord: Any) -> Tensor:
+    """aten's dist: the ord-norm of a - b (broadcast) over every element."""
+    return torch.dist(a, b, float(ord))

@@ -7,6 +7,8 @@ the awkward points added: zeros (one, several, a whole row: the 2-norm's 0, a ne
 nonzero element, +-inf (every finite p's inf, a negative p's skipped term), NaN (NaN, counted by ord 0),
 ties of |x| (inf / -inf), the range's two ends. Over axis 1 of [rows, 6], axis 0 of its transpose, axes
 (0, 2) of a [2, 6, 3] x and every axis; kept and not; ords 2, 1, inf, -inf, 0 and p = 3, 0.5, -1, 1.5, 4, -2.5.
+Dist: those rows as a against zeros, a itself (zero distances, equal rows), values near 1, broadcast b
+(a row, 0-d) and a broadcast a, and empty tensors (`_dist`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import math
 
 import numpy as np
 
-from ..dsl import Rule
+from ...egraph import language
+from ..dsl import App, Rule
 from .base import MAX, TINY, Env, bound_fields, round_to
 
 ORDS: tuple[float | str, ...] = (2, 1, "inf", "-inf", 0, 3.0, 0.5, -1.0, 1.5, 4.0, -2.5)
@@ -65,6 +68,34 @@ def _vector_norm(rule: Rule, dtype: str, rng: np.random.Generator) -> list[Env]:
     return envs
 
 
+def _dist(rule: Rule, dtype: str, rng: np.random.Generator) -> list[Env]:
+    """Dist: the rows above three at a time as a, against b of zeros (d = a), a itself (every distance 0),
+    values near 1 of a's shape, one row broadcast ([6]) and a 0-d b; a row against a [3, 6] b (a broadcast);
+    empty a and b for the finite orders."""
+    pairs: list[tuple[float | str, np.ndarray, np.ndarray]] = []
+    for ord in ORDS:
+        rows = _rows(ord, dtype, rng)
+        for k in range(0, len(rows) - 2, 3):
+            a = rows[k:k + 3]
+            near = rng.uniform(0.25, 4.0, size=a.shape) * rng.choice([1.0, -1.0], size=a.shape)
+            for b in (np.zeros(_N), a, near, near[0], np.array(0.5)):
+                pairs.append((ord, a, b))
+            pairs.append((ord, a[0], near))
+        if not isinstance(ord, str):
+            pairs.append((ord, np.zeros((0, _N)), np.zeros(_N)))
+    envs: list[Env] = []
+    for ord, a, b in pairs:
+        bound = bound_fields(rule, {"ord": ord}, a.shape, (a.shape, b.shape))
+        if bound is not None:
+            with np.errstate(all="ignore"):
+                envs.append({**bound, "a": round_to(a, dtype), "b": round_to(b, dtype)})
+    return envs
+
+
 def distance_domain(rule: Rule, dtype: str) -> list[Env]:
-    """The environments of a rule whose lhs is VectorNorm."""
+    """The environments of a rule whose lhs is VectorNorm or Dist."""
+    assert isinstance(rule.lhs, App)
+    op = language.CTORS[rule.lhs.ctor].op
+    if op == "Dist":
+        return _dist(rule, dtype, np.random.default_rng(20))
     return _vector_norm(rule, dtype, np.random.default_rng(19))
