@@ -1,6 +1,7 @@
 """OpInfos of the BLAS products with a bias and the distances (opdefs/blas.py, opdefs/distance.py): addmv and
 addbmm (aten's addmv, addbmm whole; their gradients are primitives), dist (aten's dist whole, its
-gradient primitives); `opinfo_ops.OPINFO_BACKWARD` takes
+gradient primitives), cdist (aten's _cdist_forward and _cdist_backward; its samples' p = 2 cases with
+use_mm_for_euclid_dist go through _euclidean_dist's primitives instead); `opinfo_ops.OPINFO_BACKWARD` takes
 them in."""
 
 from __future__ import annotations
@@ -9,4 +10,5 @@ ENTRIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("addmv", ""): ("addmv",),
     ("addbmm", ""): ("addbmm",),
     ("dist", ""): ("dist",),
+    ("cdist", ""): ("_cdist_forward", "_cdist_backward"),
 }

@@ -10,6 +10,17 @@ cosine_similarity, pairwise_distance), _cdist_forward / _cdist_backward and _pdi
 
     Dist{ord}(a, b)                      = VectorNorm{ord, every axis}(a - b), a and b broadcast together
                                            (floats only): aten's dist; a 0-d result
+    Cdist{ord}(x1, x2)                   = D[..., i, j] = ||x1[..., i, :] - x2[..., j, :]||_ord: x1 [..., r1, c],
+                                           x2 [..., r2, c] (batch axes broadcast), ord >= 0 or "inf"; aten's
+                                           _cdist_forward where its kernel takes the direct form
+    CdistBackward{ord}(dy, x1, x2, dist) = dx1[..., i, k] = sum_j dy[..., i, j] g(x1_ik - x2_jk, D_ij): the
+                                           gradient of x1 (the broadcast batch's shape), aten's _cdist_backward
+
+The derivative g(d, D) of D = ||d||_p in one component d: p = 0: 0; p = 1: sign(d); p = 2: d / D;
+p = inf: sign(d) where |d| == D = max_k |d| (every tie; the max taken of the difference as computed,
+so a tie is one in the dtype), else 0; any other p: sign(d) (|d| / D)^(p - 1); 0 where
+D = 0 (aten's convention; D = 0 means every d = 0) and, for the general p, where d = 0 (p < 1: aten
+blends the 0 * inf there to 0). (|d| / D) <= 1 for every p, so the general form does not overflow.
 
 `ord` is a finite number or the string "inf" / "-inf" (a JSON document holds finite numbers only).
 The e-graph fields beyond the attributes, for the rules: `kind` (L2, L1, Inf, NegInf, L0 or P: the rule
@@ -173,9 +184,111 @@ OPS: tuple[OpDef, ...] = (
           sample=({"ord": 2, "axes": [-1], "keep_dim": False}, (((2, 3), "f32"),))),
 )
 
+def _check_cdist_ord(v: Any) -> None:
+    _check_ord(v)
+    if ord_value(v) < 0:
+        raise ValueError(f"Cdist's ord must be >= 0 or 'inf' (aten's cdist), got {v!r}")
+
+
+def _cdist_batch(s1: tuple[int, ...], s2: tuple[int, ...]) -> tuple[int, ...]:
+    if len(s1) < 2 or len(s2) < 2 or s1[-1] != s2[-1]:
+        raise ValueError(f"Cdist needs x1 [..., r1, c] and x2 [..., r2, c], got {show_shape(s1)} and {show_shape(s2)}")
+    try:
+        return broadcast_shapes(s1[:-2], s2[:-2])
+    except ValueError:
+        raise ValueError(f"Cdist: batch axes of {show_shape(s1)} and {show_shape(s2)} do not broadcast") from None
+
+
+def _cdist(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    dt = float_dtype(ins)
+    (s1, _), (s2, _) = ins
+    batch = _cdist_batch(s1, s2)
+    if norm_kind(attrs["ord"]) == "Inf" and s1[-1] == 0:
+        raise ValueError("Cdist of ord inf over an empty last axis")
+    return batch + (s1[-2], s2[-2]), dt
+
+
+def _cdist_backward(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    dt = float_dtype(ins)
+    (sg, _), (s1, _), (s2, _), (sd, _) = ins
+    out = _cdist_batch(s1, s2) + (s1[-2], s2[-2])
+    if tuple(sg) != out or tuple(sd) != out:
+        raise ValueError(f"CdistBackward: dy {show_shape(sg)} and dist {show_shape(sd)} must be {show_shape(out)}")
+    return out[:-1] + (s1[-1],), dt
+
+
+def _pairs(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    return x1[..., :, None, :] - x2[..., None, :, :]
+
+
+def _op_cdist(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
+    if dtype not in FLOAT_DTYPES:
+        raise LowerError(f"Cdist needs a float dtype, not {dtype}")
+    d = _pairs(_f(args[0]), _f(args[1]))
+    return _round_float(np.asarray(vector_norm(d, attrs["ord"], (d.ndim - 1,), False)), dtype)
+
+
+def cdist_grad_terms(d: np.ndarray, dist: np.ndarray, ord: Any) -> np.ndarray:
+    """g(d, D) of the module docstring, in float64 (d [..., r1, r2, c], dist [..., r1, r2, 1])."""
+    kind, shape = norm_kind(ord), np.broadcast_shapes(d.shape, dist.shape)
+    with np.errstate(all="ignore"):
+        if kind == "L0":
+            return np.zeros(shape)
+        if kind == "L1":
+            return np.broadcast_to(np.sign(d), shape)
+        if kind == "L2":
+            return np.where(dist == 0, 0.0, d / dist)
+        if kind == "Inf":  # the ties: |d| == D = max_k |d|
+            return np.where(np.abs(d) == np.max(np.abs(d), axis=-1, keepdims=True, initial=0.0), np.sign(d), 0.0)
+        p = ord_value(ord)
+        return np.where(d == 0, 0.0, np.sign(d) * np.power(np.abs(d) / dist, p - 1))
+
+
+def _op_cdist_backward(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
+    if dtype not in FLOAT_DTYPES:
+        raise LowerError(f"CdistBackward needs a float dtype, not {dtype}")
+    dy, x1, x2, dist = (_f(a) for a in args)
+    d = _pairs(x1, x2)
+    terms = cdist_grad_terms(d, dist[..., None], attrs["ord"])
+    return _round_float(np.sum(dy[..., None] * terms, axis=-2), dtype)
+
+
+def _pm1(v: Any, rank: int) -> float:
+    p = ord_value(v)
+    return p - 1 if math.isfinite(p) else 0.0
+
+
+def _reshaped(which: int, insert: int) -> Any:
+    """The shape of input `which` with a 1 inserted `insert` axes from the end."""
+    def encode(v: Any, shapes: Any) -> str:
+        s = list(shapes[which])
+        s.insert(len(s) - insert + 1 if insert else len(s), 1)
+        return ints_text(s)
+    return encode
+
+
+_CDIST_FIELDS = _NORM_FIELDS[:4] + (Field("s1", STRING, _reshaped(0, 2), None, source="ord", shaped=INPUTS),
+                                    Field("s2", STRING, _reshaped(1, 3), None, source="ord", shaped=INPUTS))
+_CDIST_BWD_FIELDS = _NORM_FIELDS[:4] + (
+    Field("pm1", F64, _pm1, None, source="ord"),
+    Field("s1", STRING, _reshaped(1, 2), None, source="ord", shaped=INPUTS),
+    Field("s2", STRING, _reshaped(2, 3), None, source="ord", shaped=INPUTS),
+    Field("sg", STRING, _reshaped(0, 0), None, source="ord", shaped=INPUTS))
+CDIST_KINDS: tuple[str, ...] = ("L2", "L1", "Inf", "L0", "P")
+
 DIST_OPS: tuple[OpDef, ...] = (
     OpDef("Dist", ("a", "b"), (Attr("ord", _check_ord),), _dist, _op_dist,
           (Ctor("Dist", "Dist", _DIST_FIELDS, 2, tuple(head(f"Dist.{k}", kind=k) for k in NORM_KINDS)),),
           domain="distance", torch="dist",
           sample=({"ord": 3.0}, (((2, 3), "f32"), ((1, 3), "f32")))),
+    OpDef("Cdist", ("x1", "x2"), (Attr("ord", _check_cdist_ord),), _cdist, _op_cdist,
+          (Ctor("Cdist", "Cdist", _CDIST_FIELDS, 2, tuple(head(f"Cdist.{k}", kind=k) for k in CDIST_KINDS)),),
+          domain="distance", torch="cdist",
+          sample=({"ord": 2}, (((2, 3, 4), "f32"), ((1, 5, 4), "f32")))),
+    OpDef("CdistBackward", ("dy", "x1", "x2", "dist"), (Attr("ord", _check_cdist_ord),), _cdist_backward,
+          _op_cdist_backward,
+          (Ctor("CdistBwd", "CdistBackward", _CDIST_BWD_FIELDS, 4,
+                tuple(head(f"CdistBackward.{k}", kind=k) for k in CDIST_KINDS)),),
+          domain="distance", torch="cdist_backward", backward=True,
+          sample=({"ord": 1.5}, (((2, 3, 5), "f32"), ((2, 3, 4), "f32"), ((1, 5, 4), "f32"), ((2, 3, 5), "f32")))),
 )

@@ -28,3 +28,15 @@ def vector_norm(x: Tensor, ord: Any, axes: Sequence[int], keep_dim: bool = False
 def dist(a: Tensor, b: Tensor, ord: Any) -> Tensor:
     """aten's dist: the ord-norm of a - b (broadcast) over every element."""
     return torch.dist(a, b, float(ord))
+
+
+@in_float32
+def cdist(x1: Tensor, x2: Tensor, ord: Any) -> Tensor:
+    """aten's cdist in its direct form (never the matrix-product form of p = 2 past 25 rows)."""
+    return torch.cdist(x1, x2, float(ord), compute_mode="donot_use_mm_for_euclid_dist")
+
+
+@in_float32
+def cdist_backward(dy: Tensor, x1: Tensor, x2: Tensor, dist: Tensor, ord: Any) -> Tensor:
+    """aten's _cdist_backward: the gradient of x1, the broadcast batch's shape."""
+    return torch.ops.aten._cdist_backward(dy.contiguous(), x1, x2, float(ord), dist)

@@ -33,7 +33,7 @@ from .resample import RESAMPLE_SCALES, resample_domain, unfold_domain
 from .pool import unpool_domain
 from .padding import padding_domain
 from .sort import sort_domain
-from .distance import distance_domain
+from .distance import CDIST_SCALES, distance_domain
 from .gating import GATING_SCALES, gating_domain
 from .index_reduce import index_reduce_domain
 from .trilinear import TRILINEAR_SCALES, trilinear_domain
@@ -89,6 +89,7 @@ SCALES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {**NORM_SCALE
 SCALES.update(GATING_SCALES)
 SCALES.update(TRILINEAR_SCALES)
 SCALES.update(BLAS_SCALES)
+SCALES.update(CDIST_SCALES)
 
 
 def domain(rule: Rule, dtype: str) -> Env | list[Env]:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...egraph import language
 from ..dsl import App, Rule
-from .base import MAX, TINY, Env, bound_fields, round_to
+from .base import DY, MAX, TINY, Env, bound_fields, round_to
 
 ORDS: tuple[float | str, ...] = (2, 1, "inf", "-inf", 0, 3.0, 0.5, -1.0, 1.5, 4.0, -2.5)
 _N = 6
@@ -92,10 +92,65 @@ def _dist(rule: Rule, dtype: str, rng: np.random.Generator) -> list[Env]:
     return envs
 
 
+CDIST_ORDS: tuple[float | str, ...] = (2, 1, "inf", 0, 3.0, 0.5, 1.5, 4.0)
+
+
+def _cdist(rule: Rule, dtype: str, rng: np.random.Generator, backward: bool) -> list[Env]:
+    """Cdist and its gradient: the rows above (finite ones for the gradient) as x1 and x2: different rows,
+    x1 = x2 (every diagonal distance 0: equal rows), a row of x1 repeated in x2, batches broadcast
+    ([2, 3, 6] against [1, 4, 6]) and an empty x1; the gradient's dy from `DY`, its dist the forward
+    value rounded to the dtype; measured against sum_j |dy| |g| (`cond`, CDIST_SCALES)."""
+    from ...opdefs.distance import _op_cdist, _pairs, cdist_grad_terms
+
+    envs: list[Env] = []
+    for ord in CDIST_ORDS:
+        rows = _rows(ord, dtype, rng)
+        if backward:  # finite, over 1e-4 .. 1e4 (and one case scaled by sqrt(hi)): a gradient of p < 1 is
+            # (|d| / D)^(p - 1), beyond any dtype's range where |d| / D underflows
+            rows = rows[np.all(np.isfinite(rows), axis=1)]
+            rows = np.where(rows == 0, rows, np.sign(rows) * np.clip(np.abs(rows), 1e-4, 1e4))
+            if ord == "inf":  # ties decide the gradient: values whose differences are exact in every
+                # dtype (small multiples of 1/2 at one scale a case), so a tie is one in float64 too
+                rows = rng.choice(np.array([0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -2.0, 2.0, 3.0, -4.0]), size=rows.shape)
+                rows[-1] = rows[0]
+        x2r = rows[5:9].copy()
+        x2r[1] = rows[2]
+        cases = [(rows[0:5], rows[5:9]), (rows[8:12], rows[8:12]), (rows[0:5], x2r),
+                 (rows[0:6].reshape(2, 3, _N), rows[6:10].reshape(1, 4, _N)), (rows[:0], rows[0:3])]
+        if backward:
+            big = 2.0**12 if ord == "inf" else math.sqrt(_range(ord, dtype)[1]) / 1e4
+            cases.append((rows[0:5] * big, rows[5:9] * big))
+        for x1, x2 in cases:
+            with np.errstate(all="ignore"):
+                a, b = round_to(x1, dtype), round_to(x2, dtype)
+            shapes = (a.shape, b.shape)
+            if not backward:
+                bound = bound_fields(rule, {"ord": ord}, a.shape, shapes)
+                if bound is not None:
+                    envs.append({**bound, "x1": a, "x2": b})
+                continue
+            dist = _op_cdist({"ord": ord}, [a, b], dtype, None)
+            dy = round_to(rng.choice(np.array(DY), size=dist.shape), dtype)
+            bound = bound_fields(rule, {"ord": ord}, dy.shape, (dy.shape,) + shapes + (dist.shape,))
+            if bound is None:
+                continue
+            with np.errstate(all="ignore"):
+                g = cdist_grad_terms(_pairs(np.asarray(a, np.float64), np.asarray(b, np.float64)),
+                                     np.asarray(dist, np.float64)[..., None], ord)
+                cond = np.sum(np.abs(np.asarray(dy, np.float64))[..., None] * np.abs(g), axis=-2)
+            envs.append({**bound, "dy": dy, "x1": a, "x2": b, "dist": dist, "cond": cond})
+    return envs
+
+
+CDIST_SCALES = {"CdistBwd": lambda f: f["cond"]}
+
+
 def distance_domain(rule: Rule, dtype: str) -> list[Env]:
     """The environments of a rule whose lhs is VectorNorm or Dist."""
     assert isinstance(rule.lhs, App)
     op = language.CTORS[rule.lhs.ctor].op
     if op == "Dist":
         return _dist(rule, dtype, np.random.default_rng(20))
+    if op in ("Cdist", "CdistBackward"):
+        return _cdist(rule, dtype, np.random.default_rng(21), op == "CdistBackward")
     return _vector_norm(rule, dtype, np.random.default_rng(19))
