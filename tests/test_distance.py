@@ -231,3 +231,41 @@ def test_cdist_matrix_product_form_is_left_to_pytorch() -> None:
     got = torch.compile(lambda s, t: torch.ops.aten._cdist_forward(s, t, 2.0, None), backend=be)(x1, x2)
     torch.testing.assert_close(got, torch.cdist(x1, x2))
     assert "aten._cdist_forward.default" in be.unlowered_ops, be.summary()
+
+
+# ---- Pdist, PdistBackward (aten's _pdist_forward, _pdist_backward)
+
+@pytest.mark.parametrize("ord", CDIST_ORDS)
+@pytest.mark.parametrize("rows", [4, 2, 1])
+def test_pdist_and_its_gradient_agree_with_aten_in_float64(ord: Any, rows: int) -> None:
+    x = _X1[:rows]  # rows 0 and 3 equal: a zero distance, whose gradient is 0
+    p = float(ord)
+    want = torch.ops.aten._pdist_forward(torch.tensor(x), p)
+    _same(apply("Pdist", {"ord": ord}, [x], "f64"), want.numpy())
+    _same(K.pdist(torch.tensor(x), ord).numpy(), want.numpy())
+    dy = np.linspace(-1.0, 2.0, want.numel())
+    grad = torch.ops.aten._pdist_backward(torch.tensor(dy), torch.tensor(x), p, want).numpy()
+    got = apply("PdistBackward", {"ord": ord}, [dy, x, want.numpy()], "f64")
+    np.testing.assert_allclose(got, grad, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("ord", CDIST_ORDS)
+def test_pdist_lowers_on_every_backend(ord: Any, backend: str) -> None:
+    target = el.load_backend(backend)
+    g = GraphBuilder("pdist")
+    x = g.input("x", (5, 3), "f32")
+    pd = g.op("Pdist", x, ord=ord)
+    graph = g.build([pd, g.op("PdistBackward", g.input("dy", (10,), "f32"), x, pd, ord=ord)])
+    result = el.lower(graph, backend)
+    assert all(target.runs_node(n) for n in result.graph.nodes)
+    for op in ("Pdist", "PdistBackward"):
+        assert (op in target.ops) == any(n.op == op for n in result.graph.nodes)
+    feeds = {"x": _X2.astype(np.float32), "dy": np.linspace(-2, 2, 10).astype(np.float32)}
+    assert_lowering_matches(graph, result.graph, feeds)
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+@pytest.mark.parametrize("ord", [2, 1, INF, 0, 3.0, 0.5])
+def test_pdist_through_the_backend(ord: float, target: str) -> None:
+    _compiled_matches(lambda s: torch.nn.functional.pdist(s, ord), torch.tensor(_X1), target=target, grad=ord != 0)

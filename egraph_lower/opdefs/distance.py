@@ -16,6 +16,13 @@ cosine_similarity, pairwise_distance), _cdist_forward / _cdist_backward and _pdi
     CdistBackward{ord}(dy, x1, x2, dist) = dx1[..., i, k] = sum_j dy[..., i, j] g(x1_ik - x2_jk, D_ij): the
                                            gradient of x1 (the broadcast batch's shape), aten's _cdist_backward
 
+    Pdist{ord}(x)                        = [n (n - 1) / 2]: Cdist(x, x)'s strict upper triangle in row-major
+                                           order (D_01, D_02, .., D_12, ..), x [n, c]: aten's _pdist_forward
+    PdistBackward{ord}(dy, x, pdist)     = [n, c]: the gradient of x, CdistBackward(S, x, x, D) with S the
+                                           [n, n] matrix holding dy at the upper triangle and its mirror
+                                           (x is both of cdist's operands), D = Cdist(x, x): aten's
+                                           _pdist_backward
+
 The derivative g(d, D) of D = ||d||_p in one component d: p = 0: 0; p = 1: sign(d); p = 2: d / D;
 p = inf: sign(d) where |d| == D = max_k |d| (every tie; the max taken of the difference as computed,
 so a tie is one in the dtype), else 0; any other p: sign(d) (|d| / D)^(p - 1); 0 where
@@ -40,7 +47,7 @@ import numpy as np
 from ..arrays import Args, Attrs, _f, _round_float
 from ..dtypes import FLOAT_DTYPES
 from ..errors import LowerError
-from .base import F64, I64, INPUTS, STRING, Attr, Ctor, Field, Meta, OpDef, head, ints_text
+from .base import F64, I64, INPUTS, STRING, WHOLE, Attr, Ctor, Field, Meta, OpDef, head, ints_text
 from .meta import boolean, broadcast_shapes, float_dtype, int_list, show_shape
 from .reduce import _norm_axes
 
@@ -276,6 +283,80 @@ _CDIST_BWD_FIELDS = _NORM_FIELDS[:4] + (
     Field("sg", STRING, _reshaped(0, 0), None, source="ord", shaped=INPUTS))
 CDIST_KINDS: tuple[str, ...] = ("L2", "L1", "Inf", "L0", "P")
 
+
+def _pdist(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    dt = float_dtype(ins)
+    (sx, _), = ins
+    if len(sx) != 2:
+        raise ValueError(f"Pdist needs x [n, c], got {show_shape(sx)}")
+    if norm_kind(attrs["ord"]) == "Inf" and sx[1] == 0:
+        raise ValueError("Pdist of ord inf over an empty last axis")
+    return (sx[0] * (sx[0] - 1) // 2,), dt
+
+
+def _pdist_backward(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
+    dt = float_dtype(ins)
+    (sg, _), (sx, _), (sd, _) = ins
+    want, _ = _pdist(attrs, [ins[1]])
+    if tuple(sg) != want or tuple(sd) != want:
+        raise ValueError(f"PdistBackward: dy {show_shape(sg)} and pdist {show_shape(sd)} must be {show_shape(want)}")
+    return tuple(sx), dt
+
+
+def _op_pdist(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
+    x = _f(args[0])
+    full = _op_cdist(attrs, [x, x], "f64", None)
+    return _round_float(full[np.triu_indices(x.shape[0], 1)], dtype)
+
+
+def _op_pdist_backward(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] | None) -> np.ndarray:
+    if dtype not in FLOAT_DTYPES:
+        raise LowerError(f"PdistBackward needs a float dtype, not {dtype}")
+    dy, x, pd = (_f(a) for a in args)
+    n = x.shape[0]
+    up = np.triu_indices(n, 1)
+    sym, dist = np.zeros((n, n)), np.zeros((n, n))
+    sym[up], dist[up] = dy, pd
+    sym, dist = sym + sym.T, dist + dist.T
+    return _op_cdist_backward(attrs, [sym, x, x, dist], dtype, None)
+
+
+def _pdist_fields(backward: bool) -> tuple[Field, ...]:
+    """Cdist's fields for x against itself, then MaskedScatter's (backward) or MaskedScatterBackward's
+    (forward) fields for the [n, n] triangle mask, computed as those ops' nodes would be encoded."""
+    from .strided import _masked_fields
+
+    def k_of(x: Sequence[int]) -> int:
+        return int(x[0]) * (int(x[0]) - 1) // 2
+
+    def nn(x: Sequence[int]) -> tuple[int, int]:
+        return (int(x[0]), int(x[0]))
+
+    def wrap(f: Field, xi: int) -> Field:
+        def encode(a: Any, shapes: Any) -> Any:
+            x = shapes[xi]
+            if backward:  # MaskedScatter(zeros [n, n], mask [n, n], source [K])
+                return f.encode({}, (nn(x), nn(x), (k_of(x),)))
+            return f.encode({"shape": [k_of(x)]}, (nn(x), nn(x)))
+        return Field(f.name, f.sort, encode, None, source=WHOLE, shaped=INPUTS)
+
+    xi = 1 if backward else 0
+    masked = tuple(wrap(f, xi) for f in _masked_fields(not backward))
+
+    def cd(name: str, square: bool, insert: int) -> Field:
+        enc = _reshaped(0, insert)
+
+        def encode(v: Any, shapes: Any) -> str:
+            x = shapes[xi]
+            return str(enc(v, [nn(x) if square else tuple(x)]))
+        return Field(name, STRING, encode, None, source="ord", shaped=INPUTS)
+
+    rows = (cd("s1", False, 2), cd("s2", False, 3))
+    if backward:
+        return _NORM_FIELDS[:4] + (Field("pm1", F64, _pm1, None, source="ord"),) + rows + (cd("sg", True, 0),) + masked
+    shape = Field("shape", STRING, lambda a, shapes: ints_text([k_of(shapes[0])]), None, source=WHOLE, shaped=INPUTS)
+    return _NORM_FIELDS[:4] + rows + (shape,) + masked
+
 DIST_OPS: tuple[OpDef, ...] = (
     OpDef("Dist", ("a", "b"), (Attr("ord", _check_ord),), _dist, _op_dist,
           (Ctor("Dist", "Dist", _DIST_FIELDS, 2, tuple(head(f"Dist.{k}", kind=k) for k in NORM_KINDS)),),
@@ -291,4 +372,14 @@ DIST_OPS: tuple[OpDef, ...] = (
                 tuple(head(f"CdistBackward.{k}", kind=k) for k in CDIST_KINDS)),),
           domain="distance", torch="cdist_backward", backward=True,
           sample=({"ord": 1.5}, (((2, 3, 5), "f32"), ((2, 3, 4), "f32"), ((1, 5, 4), "f32"), ((2, 3, 5), "f32")))),
+    OpDef("Pdist", ("x",), (Attr("ord", _check_cdist_ord),), _pdist, _op_pdist,
+          (Ctor("Pdist", "Pdist", _pdist_fields(False), 1, tuple(head(f"Pdist.{k}", kind=k) for k in CDIST_KINDS)),),
+          domain="distance", torch="pdist",
+          sample=({"ord": 2}, (((4, 3), "f32"),))),
+    OpDef("PdistBackward", ("dy", "x", "pdist"), (Attr("ord", _check_cdist_ord),), _pdist_backward,
+          _op_pdist_backward,
+          (Ctor("PdistBwd", "PdistBackward", _pdist_fields(True), 3,
+                tuple(head(f"PdistBackward.{k}", kind=k) for k in CDIST_KINDS)),),
+          domain="distance", torch="pdist_backward", backward=True,
+          sample=({"ord": "inf"}, (((6,), "f32"), ((4, 3), "f32"), ((6,), "f32")))),
 )

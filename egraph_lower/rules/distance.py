@@ -21,6 +21,11 @@ the head fixing the order's kind:
   max_k |d|, dy sign(d), 0) (D recomputed from d as its own max, so a tie is one in the precision the
   expansion computes d in, not missed where dist was rounded to f16); where(d == 0, 0, dy sign(d) (|d| / D)^(p - 1)).
 
+- `pdist-{kind}`: Pdist(x) = MaskedScatterBackward (the values at a mask's true positions, row-major) of
+  Cdist(x, x) at the mask j > i (two Iotas compared);
+- `pdist-bwd-{kind}`: dx = CdistBackward(S, x, x, Cdist(x, x)), S = G + G^T, G the MaskedScatter of dy into
+  zeros of [n, n] at that mask: x is both operands of the cdist, and the gradient is linear in dy.
+
 Left out: for p = 2, the matrix-product form sqrt(max(|a|^2 + |b|^2 - 2 a.b, 0)) aten's kernel takes past
 25 rows: at equal or near rows its cancellation leaves an error of about sqrt(eps) |a| where the distance
 is 0 (in f32 some 3e-4 |a|, thousands of eps), so it is no rewrite of Cdist's value, and the importer
@@ -77,4 +82,23 @@ RULES += tuple(
 RULES += tuple(
     rule(f"cdist-bwd-{k.lower()}", f"d cdist_p / d x1: dx1_i = sum_j {_WHY[k]}, d = x1_i - x2_j ({k})",
          _BWD.format(k=k), f"(Reduce.Sum [-2] 0 {_TERMS[k]})", group="backward", lets=_LETS)
+    for k in CDIST_KINDS)
+
+_SELF = "(Cdist.{k} ord p q s1 s2 x x)"
+_TRIU = "(> (Iota.i64 1 dd) (Iota.i64 0 dd))"  # j > i on [n, n]: the strict upper triangle
+_MS = "MaskedScatter nflat nb ni nt npnq n xshape sflat"
+_PDIST_LETS = {"g": f"({_MS} (where (< (Abs dd) 0) dd 0) {_TRIU} dy)"}
+
+RULES += tuple(
+    rule(f"pdist-{k.lower()}", f"pdist_p(x) = cdist_p(x, x) at j > i, row-major ({k})",
+         f"(Pdist.{k} ord p q s1 s2 shape nflat nb ni nt npnq n mn x)",
+         f"(MaskedScatterBackward shape nflat nb ni nt npnq n mn dd {_TRIU})", group="forward",
+         lets={"dd": _SELF.format(k=k)})
+    for k in CDIST_KINDS)
+RULES += tuple(
+    rule(f"pdist-bwd-{k.lower()}", f"d pdist_p / dx = CdistBackward(S, x, x, cdist(x, x)), S = dy at j > i plus its"
+         f" mirror: x is both operands ({k})",
+         f"(PdistBackward.{k} ord p q pm1 s1 s2 sg nflat nb ni nt npnq n xshape sflat dy x pd)",
+         f"(CdistBackward.{k} ord p q pm1 s1 s2 sg (+ g (Transpose [1,0] g)) x x dd)", group="backward",
+         lets={"dd": _SELF.format(k=k), **_PDIST_LETS})
     for k in CDIST_KINDS)

@@ -15,7 +15,9 @@
   in PyTorch (torch.cdist itself reaches `_cdist_forward` only for the direct form: past 25 rows it calls
   the matrix-product path, `_euclidean_dist`, instead);
 - `_cdist_backward(grad, x1, x2, p, cdist)`: `CdistBackward{ord: p}(grad, x1, x2, cdist)`; for an empty x1
-  or x2 aten's kernel returns zeros of x1's own shape (not the broadcast batch's): a Constant 0 of it.
+  or x2 aten's kernel returns zeros of x1's own shape (not the broadcast batch's): a Constant 0 of it;
+- `_pdist_forward(self, p)`, `_pdist_backward(grad, self, p, pdist)`: `Pdist{ord: p}(self)`,
+  `PdistBackward{ord: p}(grad, self, pdist)` (aten's pdist kernel has the direct form only).
 """
 
 from __future__ import annotations
@@ -88,3 +90,15 @@ def _cdist_backward(ctx: Context, a: dict[str, Any]) -> int:
         # the broadcast batch's: that value, with nothing to compute
         return ctx.const(0, dt, shape)
     return ctx.add("CdistBackward", ins, {"ord": p})
+
+
+@handles("_pdist_forward.default")
+def _pdist(ctx: Context, a: dict[str, Any]) -> int:
+    return ctx.add("Pdist", (ctx.cast(ctx.t(a["self"]), ctx.out_dtype()),), {"ord": _cdist_ord(ctx, a.get("p", 2))})
+
+
+@handles("_pdist_backward.default")
+def _pdist_backward(ctx: Context, a: dict[str, Any]) -> int:
+    dt = ctx.out_dtype()
+    ins = tuple(ctx.cast(ctx.t(a[k]), dt) for k in ("grad", "self", "pdist"))
+    return ctx.add("PdistBackward", ins, {"ord": _cdist_ord(ctx, a["p"])})

@@ -40,3 +40,15 @@ def cdist(x1: Tensor, x2: Tensor, ord: Any) -> Tensor:
 def cdist_backward(dy: Tensor, x1: Tensor, x2: Tensor, dist: Tensor, ord: Any) -> Tensor:
     """aten's _cdist_backward: the gradient of x1, the broadcast batch's shape."""
     return torch.ops.aten._cdist_backward(dy.contiguous(), x1, x2, float(ord), dist)
+
+
+@in_float32
+def pdist(x: Tensor, ord: Any) -> Tensor:
+    """aten's _pdist_forward: cdist(x, x)'s strict upper triangle, row-major."""
+    return torch.ops.aten._pdist_forward(x.contiguous(), float(ord))
+
+
+@in_float32
+def pdist_backward(dy: Tensor, x: Tensor, pdist: Tensor, ord: Any) -> Tensor:
+    """aten's _pdist_backward: the gradient of x."""
+    return torch.ops.aten._pdist_backward(dy.contiguous(), x.contiguous(), float(ord), pdist.contiguous())

@@ -142,7 +142,48 @@ def _cdist(rule: Rule, dtype: str, rng: np.random.Generator, backward: bool) -> 
     return envs
 
 
-CDIST_SCALES = {"CdistBwd": lambda f: f["cond"]}
+def _pdist(rule: Rule, dtype: str, rng: np.random.Generator, backward: bool) -> list[Env]:
+    """Pdist and its gradient: the rows above (for the gradient as for Cdist's) as x [n, 6]: five rows, four
+    with one repeated (a zero distance), two, and one (no pair: an empty result); dy from `DY`, pdist the
+    forward value rounded to the dtype; the gradient measured against sum_j |S| |g| (`cond`)."""
+    from ...opdefs.distance import _op_pdist, _pairs, cdist_grad_terms
+
+    envs: list[Env] = []
+    for ord in CDIST_ORDS:
+        rows = _rows(ord, dtype, rng)
+        if backward:
+            rows = rows[np.all(np.isfinite(rows), axis=1)]
+            rows = np.where(rows == 0, rows, np.sign(rows) * np.clip(np.abs(rows), 1e-4, 1e4))
+            if ord == "inf":
+                rows = rng.choice(np.array([0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -2.0, 2.0, 3.0, -4.0]), size=rows.shape)
+        dup = rows[6:10].copy()
+        dup[3] = dup[0]
+        for x in (rows[0:5], dup, rows[10:12], rows[12:13]):
+            with np.errstate(all="ignore"):
+                xr = round_to(x, dtype)
+            if not backward:
+                bound = bound_fields(rule, {"ord": ord}, xr.shape, (xr.shape,))
+                if bound is not None:
+                    envs.append({**bound, "x": xr})
+                continue
+            pd = _op_pdist({"ord": ord}, [xr], dtype, None)
+            dy = round_to(rng.choice(np.array(DY), size=pd.shape), dtype)
+            bound = bound_fields(rule, {"ord": ord}, dy.shape, (dy.shape, xr.shape, pd.shape))
+            if bound is None:
+                continue
+            n = x.shape[0]
+            up = np.triu_indices(n, 1)
+            sym, dist = np.zeros((n, n)), np.zeros((n, n))
+            sym[up], dist[up] = np.abs(np.asarray(dy, np.float64)), np.asarray(pd, np.float64)
+            sym, dist = sym + sym.T, dist + dist.T
+            xf = np.asarray(xr, np.float64)
+            with np.errstate(all="ignore"):
+                cond = np.sum(sym[..., None] * np.abs(cdist_grad_terms(_pairs(xf, xf), dist[..., None], ord)), axis=-2)
+            envs.append({**bound, "dy": dy, "x": xr, "pd": pd, "cond": cond})
+    return envs
+
+
+CDIST_SCALES = {"CdistBwd": lambda f: f["cond"], "PdistBwd": lambda f: f["cond"]}
 
 
 def distance_domain(rule: Rule, dtype: str) -> list[Env]:
@@ -151,6 +192,8 @@ def distance_domain(rule: Rule, dtype: str) -> list[Env]:
     op = language.CTORS[rule.lhs.ctor].op
     if op == "Dist":
         return _dist(rule, dtype, np.random.default_rng(20))
+    if op in ("Pdist", "PdistBackward"):
+        return _pdist(rule, dtype, np.random.default_rng(22), op == "PdistBackward")
     if op in ("Cdist", "CdistBackward"):
         return _cdist(rule, dtype, np.random.default_rng(21), op == "CdistBackward")
     return _vector_norm(rule, dtype, np.random.default_rng(19))
