@@ -23,8 +23,9 @@ the head fixing the order's kind:
 
 - `pdist-{kind}`: Pdist(x) = MaskedScatterBackward (the values at a mask's true positions, row-major) of
   Cdist(x, x) at the mask j > i (two Iotas compared);
-- `pdist-bwd-{kind}`: dx = CdistBackward(S, x, x, Cdist(x, x)), S = G + G^T, G the MaskedScatter of dy into
-  zeros of [n, n] at that mask: x is both operands of the cdist, and the gradient is linear in dy.
+- `pdist-bwd-{kind}`: dx = CdistBackward(S, x, x, D), S = G + G^T, G the MaskedScatter of dy into zeros of
+  [n, n] at that mask, D the given pdist spread and mirrored the same way (0 on the diagonal): x is both
+  operands of the cdist, and the gradient is linear in dy.
 
 Left out: for p = 2, the matrix-product form sqrt(max(|a|^2 + |b|^2 - 2 a.b, 0)) aten's kernel takes past
 25 rows: at equal or near rows its cancellation leaves an error of about sqrt(eps) |a| where the distance
@@ -87,7 +88,8 @@ RULES += tuple(
 _SELF = "(Cdist.{k} ord p q s1 s2 x x)"
 _TRIU = "(> (Iota.i64 1 dd) (Iota.i64 0 dd))"  # j > i on [n, n]: the strict upper triangle
 _MS = "MaskedScatter nflat nb ni nt npnq n xshape sflat"
-_PDIST_LETS = {"g": f"({_MS} (where (< (Abs dd) 0) dd 0) {_TRIU} dy)"}
+_PDIST_LETS = {"g": f"({_MS} (where (< (Abs dd) 0) dd 0) {_TRIU} dy)",
+               "gd": f"({_MS} (where (< (Abs dd) 0) dd 0) {_TRIU} pd)"}
 
 RULES += tuple(
     rule(f"pdist-{k.lower()}", f"pdist_p(x) = cdist_p(x, x) at j > i, row-major ({k})",
@@ -96,9 +98,10 @@ RULES += tuple(
          lets={"dd": _SELF.format(k=k)})
     for k in CDIST_KINDS)
 RULES += tuple(
-    rule(f"pdist-bwd-{k.lower()}", f"d pdist_p / dx = CdistBackward(S, x, x, cdist(x, x)), S = dy at j > i plus its"
-         f" mirror: x is both operands ({k})",
+    rule(f"pdist-bwd-{k.lower()}", f"d pdist_p / dx = CdistBackward(S, x, x, D), S = dy at j > i plus its"
+         f" mirror, D the same of pdist: x is both operands ({k})",
          f"(PdistBackward.{k} ord p q pm1 s1 s2 sg nflat nb ni nt npnq n xshape sflat dy x pd)",
-         f"(CdistBackward.{k} ord p q pm1 s1 s2 sg (+ g (Transpose [1,0] g)) x x dd)", group="backward",
+         f"(CdistBackward.{k} ord p q pm1 s1 s2 sg (+ g (Transpose [1,0] g)) x x (+ gd (Transpose [1,0] gd)))",
+         group="backward",
          lets={"dd": _SELF.format(k=k), **_PDIST_LETS})
     for k in CDIST_KINDS)

@@ -95,6 +95,12 @@ def _dist(rule: Rule, dtype: str, rng: np.random.Generator) -> list[Env]:
 CDIST_ORDS: tuple[float | str, ...] = (2, 1, "inf", 0, 3.0, 0.5, 1.5, 4.0)
 
 
+def _clipped(rows: np.ndarray, dtype: str) -> np.ndarray:
+    """Nonzero magnitudes clipped to 1e-4 .. 1e4 (f16: 1e-2 .. 1e2, so |d| / D stays a normal f16)."""
+    lo, hi = (1e-2, 1e2) if dtype == "f16" else (1e-4, 1e4)
+    return np.where(rows == 0, rows, np.sign(rows) * np.clip(np.abs(rows), lo, hi))
+
+
 def _cdist(rule: Rule, dtype: str, rng: np.random.Generator, backward: bool) -> list[Env]:
     """Cdist and its gradient: the rows above (finite ones for the gradient) as x1 and x2: different rows,
     x1 = x2 (every diagonal distance 0: equal rows), a row of x1 repeated in x2, batches broadcast
@@ -105,10 +111,10 @@ def _cdist(rule: Rule, dtype: str, rng: np.random.Generator, backward: bool) -> 
     envs: list[Env] = []
     for ord in CDIST_ORDS:
         rows = _rows(ord, dtype, rng)
-        if backward:  # finite, over 1e-4 .. 1e4 (and one case scaled by sqrt(hi)): a gradient of p < 1 is
-            # (|d| / D)^(p - 1), beyond any dtype's range where |d| / D underflows
+        if backward:  # finite, over 1e-4 .. 1e4 (f16: 1e-2 .. 1e2; and one case scaled by sqrt(hi)): a
+            # gradient of p < 1 is (|d| / D)^(p - 1), beyond the dtype's range where |d| / D underflows
             rows = rows[np.all(np.isfinite(rows), axis=1)]
-            rows = np.where(rows == 0, rows, np.sign(rows) * np.clip(np.abs(rows), 1e-4, 1e4))
+            rows = _clipped(rows, dtype)
             if ord == "inf":  # ties decide the gradient: values whose differences are exact in every
                 # dtype (small multiples of 1/2 at one scale a case), so a tie is one in float64 too
                 rows = rng.choice(np.array([0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -2.0, 2.0, 3.0, -4.0]), size=rows.shape)
@@ -117,7 +123,7 @@ def _cdist(rule: Rule, dtype: str, rng: np.random.Generator, backward: bool) -> 
         x2r[1] = rows[2]
         cases = [(rows[0:5], rows[5:9]), (rows[8:12], rows[8:12]), (rows[0:5], x2r),
                  (rows[0:6].reshape(2, 3, _N), rows[6:10].reshape(1, 4, _N)), (rows[:0], rows[0:3])]
-        if backward:
+        if backward and dtype != "f16":  # f16: the gradient of p < 1 there leaves f16's range
             big = 2.0**12 if ord == "inf" else math.sqrt(_range(ord, dtype)[1]) / 1e4
             cases.append((rows[0:5] * big, rows[5:9] * big))
         for x1, x2 in cases:
@@ -130,7 +136,8 @@ def _cdist(rule: Rule, dtype: str, rng: np.random.Generator, backward: bool) -> 
                     envs.append({**bound, "x1": a, "x2": b})
                 continue
             dist = _op_cdist({"ord": ord}, [a, b], dtype, None)
-            dy = round_to(rng.choice(np.array(DY), size=dist.shape), dtype)
+            # f16: dy / 64, so the sum of the gradient's terms (up to 1e2 each for p = 0.5) stays in range
+            dy = round_to(rng.choice(np.array(DY), size=dist.shape) / (64 if dtype == "f16" else 1), dtype)
             bound = bound_fields(rule, {"ord": ord}, dy.shape, (dy.shape,) + shapes + (dist.shape,))
             if bound is None:
                 continue
@@ -153,7 +160,7 @@ def _pdist(rule: Rule, dtype: str, rng: np.random.Generator, backward: bool) -> 
         rows = _rows(ord, dtype, rng)
         if backward:
             rows = rows[np.all(np.isfinite(rows), axis=1)]
-            rows = np.where(rows == 0, rows, np.sign(rows) * np.clip(np.abs(rows), 1e-4, 1e4))
+            rows = _clipped(rows, dtype)
             if ord == "inf":
                 rows = rng.choice(np.array([0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -2.0, 2.0, 3.0, -4.0]), size=rows.shape)
         dup = rows[6:10].copy()
