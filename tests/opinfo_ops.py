@@ -71,3 +71,5 @@ from opinfo_diag import ENTRIES as _diag  # noqa: E402
 OPINFO_BACKWARD.update(_diag)
 from opinfo_aa import ENTRIES as _aa  # noqa: E402
 OPINFO_BACKWARD.update(_aa)
+from opinfo_dist import ENTRIES as _dist  # noqa: E402
+OPINFO_BACKWARD.update(_dist)

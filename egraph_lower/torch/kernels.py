@@ -60,7 +60,7 @@ from .kernels_pad import mode_pad, mode_pad_backward
 from .kernels_sort import (arg_kth_value, arg_median, arg_mode, arg_sort, arg_top_k, kth_value, median, mode, sort,
                            top_k)
 from .kernels_kernel import run_kernel
-from .kernels_distance import vector_norm
+from .kernels_distance import cdist, cdist_backward, dist, pdist, pdist_backward, vector_norm
 from .kernels_gating import glu_backward
 from .kernels_misc import index_reduce
 from .kernels_trilinear import trilinear
@@ -70,6 +70,7 @@ from .kernels_views import slice_scatter
 from .kernels_strided import (as_strided, as_strided_scatter, masked_scatter, masked_scatter_backward,
                               strided_index, strided_scatter_index)
 from .kernels_gating import prelu_backward
+from .kernels_blas import addbmm, addmv
 from .kernels_views import diagonal, diagonal_backward, diagonal_scatter, repeat, select_scatter
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
@@ -121,6 +122,7 @@ __all__ += ["slice_scatter"]
 __all__ += ["as_strided", "as_strided_scatter", "masked_scatter", "masked_scatter_backward", "strided_index",
             "strided_scatter_index"]
 __all__ += ["prelu_backward"]
+__all__ += ["addbmm", "addmv", "cdist", "cdist_backward", "dist", "pdist", "pdist_backward"]
 __all__ += ["diagonal", "diagonal_scatter", "diagonal_backward", "select_scatter", "repeat"]
 
 

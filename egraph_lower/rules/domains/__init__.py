@@ -33,12 +33,13 @@ from .resample import RESAMPLE_SCALES, resample_domain, unfold_domain
 from .pool import unpool_domain
 from .padding import padding_domain
 from .sort import sort_domain
-from .distance import distance_domain
+from .distance import CDIST_SCALES, distance_domain
 from .gating import GATING_SCALES, gating_domain
 from .index_reduce import index_reduce_domain
 from .trilinear import TRILINEAR_SCALES, trilinear_domain
 from .views import views_domain
 from .strided import strided_domain
+from .blas import BLAS_SCALES, blas_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
            "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
@@ -78,6 +79,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "trilinear": trilinear_domain,
     "views": views_domain,
     "strided": strided_domain,
+    "blas": blas_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
@@ -86,6 +88,8 @@ SCALES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {**NORM_SCALE
                                                                    **RESAMPLE_SCALES}
 SCALES.update(GATING_SCALES)
 SCALES.update(TRILINEAR_SCALES)
+SCALES.update(BLAS_SCALES)
+SCALES.update(CDIST_SCALES)
 
 
 def domain(rule: Rule, dtype: str) -> Env | list[Env]:
