@@ -72,6 +72,8 @@ from .kernels_strided import (as_strided, as_strided_scatter, masked_scatter, ma
                               strided_index, strided_scatter_index)
 from .kernels_gating import prelu_backward
 from .kernels_views import diagonal, diagonal_backward, diagonal_scatter, repeat, select_scatter
+from .kernels_pool import (fractional_max_pool2d, fractional_max_pool2d_indices, fractional_max_pool3d,
+                           fractional_max_pool3d_indices, fractional_pool_index)
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -124,6 +126,8 @@ __all__ += ["as_strided", "as_strided_scatter", "masked_scatter", "masked_scatte
             "strided_scatter_index"]
 __all__ += ["prelu_backward"]
 __all__ += ["diagonal", "diagonal_scatter", "diagonal_backward", "select_scatter", "repeat"]
+__all__ += ["fractional_max_pool2d", "fractional_max_pool2d_indices", "fractional_max_pool3d",
+            "fractional_max_pool3d_indices", "fractional_pool_index"]
 
 
 def _dtype(name: str) -> torch.dtype:
