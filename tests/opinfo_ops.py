@@ -68,3 +68,5 @@ from opinfo_views import ENTRIES as _views  # noqa: E402
 OPINFO_BACKWARD.update(_views)
 from opinfo_diag import ENTRIES as _diag  # noqa: E402
 OPINFO_BACKWARD.update(_diag)
+from opinfo_frac import ENTRIES as _frac  # noqa: E402
+OPINFO_BACKWARD.update(_frac)
