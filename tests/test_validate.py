@@ -299,6 +299,14 @@ ALL_OPS = doc(
     node(2252, "DiagonalBackward", [2250], [2, 3], F, {"shape": [2, 3], "offset": 0, "dim1": 0, "dim2": 1}),
     node(2253, "SelectScatter", [0, 2], [2, 3], F, {"axis": 0, "index": -1}),
     node(2254, "Repeat", [0], [2, 2, 6], F, {"reps": [2, 1, 2]}),
+    # fractional max pooling (version 3, frac: ids 2500-2519)
+    inp(2500, [1, 2, 5, 6]), inp(2501, [1, 2, 2]), inp(2504, [1, 1, 4, 5, 6]), inp(2505, [1, 1, 3]),
+    node(2502, "FractionalMaxPool2d", [2500, 2501], [1, 2, 3, 2], F, {"kernel": [2, 3], "output_size": [3, 2]}),
+    node(2503, "FractionalMaxPool2dIndices", [2500, 2501], [1, 2, 3, 2], "i64", {"kernel": [2, 3], "output_size": [3, 2]}),
+    node(2506, "FractionalMaxPool3d", [2504, 2505], [1, 1, 2, 3, 3], F, {"kernel": [2, 1, 2], "output_size": [2, 3, 3]}),
+    node(2507, "FractionalMaxPool3dIndices", [2504, 2505], [1, 1, 2, 3, 3], "i64",
+         {"kernel": [2, 1, 2], "output_size": [2, 3, 3]}),
+    node(2508, "FractionalPoolIndex", [2501], [1, 2, 3, 2], "i64", {"sample": 1, "size": 5, "kernel": 2, "output": 3}),
     outputs=[12, 16, 17, 18, 19, 20, 21, 22, 23, 23, 25, 27, 29, 32, 33, 35, 36, 37, 39, 42, 45, 46, 47, 48, 49, 51, 52, 53, 54, 57, 58, 59, 69, 70, 71, 72, 73, 74,
              257, 258, 259, 260,
              400,
@@ -322,6 +330,7 @@ ALL_OPS = doc(
              2041,
              2151, 2152, 2153, 2154, 2155,
              2232, 2233,
+             2502, 2503, 2506, 2507, 2508,
              2251, 2252, 2253, 2254],
     name="all ops",
 )
