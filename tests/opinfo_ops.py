@@ -73,3 +73,5 @@ from opinfo_aa import ENTRIES as _aa  # noqa: E402
 OPINFO_BACKWARD.update(_aa)
 from opinfo_dist import ENTRIES as _dist  # noqa: E402
 OPINFO_BACKWARD.update(_dist)
+from opinfo_frac import ENTRIES as _frac  # noqa: E402
+OPINFO_BACKWARD.update(_frac)

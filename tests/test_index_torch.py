@@ -241,3 +241,34 @@ def test_gather_and_scatter_add_of_an_empty_index_lower_whole(target: str) -> No
     assert y.shape == (2, 0)
     (z,) = compiled_strict(lambda x, s: (torch.scatter_add(x, 0, index, s) * 2,), x, src, target=target)
     torch.testing.assert_close(z, x * 2)
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+def test_rand_randn_and_dropout_draw_eagers_numbers_under_the_same_seed(target: str) -> None:
+    """rand, then dropout, then randn (of bf16 too) in one compiled step: each is an Input the exported
+    module draws in graph order by eager's own call, so the same seed gives eager's values and gradients,
+    nothing left in PyTorch."""
+    record: list[el.Graph] = []
+    be = elt.backend(target, strict=True, record=record)
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        u = torch.rand(x.shape)
+        y = F.dropout(x * u, 0.3, training=True)
+        return y + torch.randn(3, 4, dtype=torch.bfloat16).float() + torch.rand(4)
+
+    x = torch.randn(3, 4, requires_grad=True)
+    torch.manual_seed(11)
+    want = f(x)
+    (want_g,) = torch.autograd.grad(want.sum(), x)
+    compiled = torch.compile(f, backend=be, dynamic=False)
+    torch.manual_seed(11)
+    got = compiled(x)
+    (got_g,) = torch.autograd.grad(got.sum(), x)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    torch.testing.assert_close(got_g, want_g, rtol=0, atol=0)
+    assert be.unlowered_ops == {}, be.summary()
+    drawn = [n.attrs["name"].rsplit(".", 1)[1] for g in record for n in g.nodes
+             if n.op == "Input" and "." in n.attrs["name"]]
+    assert sorted(drawn) == ["mask", "normal", "uniform", "uniform"], drawn
+    torch.manual_seed(12)  # another seed draws other numbers: the module does draw them
+    assert not torch.equal(compiled(x), want)

@@ -31,6 +31,7 @@ from .engine import bindings
 from ..errors import LowerError
 from ..graph import Graph, new_node
 from ..opdefs import OPDEFS
+from ..opdefs.fractional_pool import ARITHMETIC_IN_DTYPE
 from ..ops import LEAF_OPS
 from ..rules.dsl import Rule
 from .language import CTORS, LEAF, REF, TWINS, declarations, encode, input_shapes
@@ -148,7 +149,10 @@ def rows(graph: Graph, rules: Sequence[Rule] = (), half_math: str = "float32") -
         shapes = input_shapes(node.op, lambda: tuple(by_id[i].shape for i in node.inputs))
         ctor, fields = encode(node, len(first), first, shapes)
         cells = [str(node.id), *(_cell(f) for f in fields), *(str(i) for i in node.inputs)]
-        if node.dtype in HALF_DTYPES and ctor in TWINS and label(node.op, node.attrs) in lowered:
+        # (an op whose arithmetic is in its dtype, fractional pooling's windows, stays in it: its float32
+        # computation would be other windows)
+        if (node.dtype in HALF_DTYPES and ctor in TWINS and label(node.op, node.attrs) in lowered
+                and node.op not in ARITHMETIC_IN_DTYPE):
             mask = "".join("1" if by_id[i].dtype in HALF_DTYPES else "0" for i in node.inputs)
             out.setdefault(f"{_HALF}{ctor}_{mask}", []).append("\t".join([cells[0], node.dtype, *cells[1:]]))
             ctor = TWINS[ctor]

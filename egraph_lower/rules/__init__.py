@@ -30,6 +30,7 @@ from . import trilinear
 from . import views
 from . import strided
 from . import blas
+from . import fractional_pool
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -52,7 +53,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + conv.RULES3
                                + views.RULES
                                + strided.RULES
-                               + blas.RULES)
+                               + blas.RULES
+                               + fractional_pool.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

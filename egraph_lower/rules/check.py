@@ -49,6 +49,7 @@ from .domains import GROUP_SCALES
 from .dsl import App, Lit, Rule, Term, Var, variables
 from .domains.base import Env
 from ..errors import LowerError
+from ..opdefs.fractional_pool import ARITHMETIC_IN_DTYPE
 
 KERNEL_CHECK = "kernel-check"  # the group of the rules that check a backend's kernel outputs (`kernel_checks`)
 from ..opdefs.binary_math import LOGICAL_OPS
@@ -248,8 +249,11 @@ def check_rule(rule: Rule, dtype: str, sample: Env | None = None) -> CheckResult
 
 
 def _check_env(rule: Rule, dtype: str, env: dict[str, object]) -> CheckResult:
-    ref = eval_term(rule.lhs, {k: (round_to(v, "f64") if isinstance(v, np.ndarray) else v) for k, v in env.items()},
-                    "f64")
+    # an op whose arithmetic is in its inputs' dtype (fractional pooling's windows) is referenced on them as
+    # they are: the float64 copies would be other windows, not a more exact value of the same ones
+    exact = language.CTORS[lhs_ctor(rule)].op in ARITHMETIC_IN_DTYPE
+    ref = eval_term(rule.lhs, {k: (round_to(v, "f64") if isinstance(v, np.ndarray) and not exact else v)
+                               for k, v in env.items()}, "f64")
     got = eval_term(rule.rhs, env, dtype)
     fused = eval_term(rule.lhs, env, dtype)
     shape = np.broadcast_shapes(np.shape(ref), np.shape(got))

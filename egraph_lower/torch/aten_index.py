@@ -8,6 +8,9 @@ Decisions (checked against torch 2.13's CPU kernels; see docs/format.md):
   drawn in the memory order of `empty_like(x)` (x's layout, from its FX meta) and transposed back: a
   transposed x (attention's heads) gets eager's mask, not a contiguous tensor's. The output is `Dropout{1/(1-p)}(x, mask)`
   (scale 0 for p = 1); train=False gives x and a mask of ones, drawing nothing.
+- `rand(size, dtype, device)` / `randn`: an `Input` of the result's dtype that the exported module draws
+  before it computes anything, in graph order with the dropout masks, by eager's own call
+  `torch.rand(size, dtype=dtype, device=device)` (`torch.randn`), so the same seed gives eager's numbers.
 - `native_dropout_backward(g, mask, scale)` is `DropoutBackward{scale}(g, mask)`.
 - `nll_loss_forward` / `nll_loss2d_forward` (and a rank-3 or higher input): `NllLoss` and
   `NllLossTotalWeight`; weight None is a Constant of ones; for reduction none aten's
@@ -21,7 +24,7 @@ Decisions (checked against torch 2.13's CPU kernels; see docs/format.md):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from .registry import handles
 from .context import Context
@@ -54,6 +57,26 @@ def _memory_order(x: Any, shape: tuple[int, ...]) -> list[int]:
         return list(range(len(shape)))
     strides = torch.empty_like(torch.empty_strided(val.shape, val.stride(), dtype=val.dtype, device="meta")).stride()
     return sorted(range(len(shape)), key=lambda d: (-strides[d] if shape[d] > 1 else 0, d))  # size-1 dims: any place
+
+
+@handles("rand.default")
+def _rand(ctx: Context, a: dict[str, Any]) -> int:
+    return _draw(ctx, a, "uniform")
+
+
+@handles("randn.default")
+def _randn(ctx: Context, a: dict[str, Any]) -> int:
+    return _draw(ctx, a, "normal")
+
+
+def _draw(ctx: Context, a: dict[str, Any], kind: Literal["uniform", "normal"]) -> int:
+    import torch
+
+    shape, dt = ctx.out()
+    if a.get("layout") not in (None, torch.strided):
+        raise ctx.refuse(f"layout {a['layout']}")
+    device = a.get("device")
+    return ctx.random(kind, shape, dt, None if device is None else str(device))
 
 
 @handles("native_dropout_backward.default")

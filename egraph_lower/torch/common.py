@@ -70,13 +70,18 @@ class Slot:
 
 @dataclass(frozen=True)
 class Mask:
-    """A dropout mask the exported module draws before it computes anything: the bool `Input`
-    `name`, drawn as eager's `native_dropout` does, `empty(shape, dtype).bernoulli_(1 - p)`."""
+    """A random tensor the exported module draws before it computes anything, the `Input` `name`:
+    by `kind`, a dropout mask (bool), drawn as eager's `native_dropout` does,
+    `empty(shape, dtype).bernoulli_(1 - p)`; or eager's `torch.rand` ("uniform") or `torch.randn`
+    ("normal") of `shape` and `dtype` (the Input's dtype) on `device` (the aten call's; None: the
+    first tensor argument's), `p` unused."""
 
     name: str
     shape: tuple[int, ...]
     dtype: str
-    p: float
+    p: float = 0.0
+    kind: Literal["bernoulli", "uniform", "normal"] = "bernoulli"
+    device: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,7 @@ class Signature:
     inputs: tuple[str, ...]
     outputs: tuple[Slot, ...]
     returns_tuple: bool = True
-    masks: tuple[Mask, ...] = ()  # Inputs the module draws itself, in this order (dropout masks)
+    masks: tuple[Mask, ...] = ()  # Inputs the module draws itself, in this order (dropout masks, rand)
 
     @staticmethod
     def of(graph: Graph) -> Signature:

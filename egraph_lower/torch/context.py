@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.fx as fx
@@ -62,7 +62,7 @@ class Context:
         self.b = GraphBuilder(name)
         self.env: dict[fx.Node, Value] = {}
         self.node: fx.Node | None = None  # the FX node being mapped
-        self.masks: list[Mask] = []  # dropout masks the exported module draws, in graph order
+        self.masks: list[Mask] = []  # dropout masks and rand/randn the exported module draws, in graph order
 
     # ---- errors
     def refuse(self, reason: str) -> UnsupportedOp:
@@ -156,6 +156,14 @@ class Context:
         name = f"{self.node.name if self.node else 'dropout'}.mask"
         self.masks.append(Mask(name, shape, dtype, p))
         return self.b.add("Input", (), {"name": name}, shape, "bool")
+
+    def random(self, kind: Literal["uniform", "normal"], shape: tuple[int, ...], dtype: str,
+               device: str | None) -> int:
+        """An Input of `dtype` the exported module draws as eager's `torch.rand` ("uniform") or
+        `torch.randn` ("normal") of `shape` on `device` does (`Mask`)."""
+        name = f"{self.node.name if self.node else kind}.{kind}"
+        self.masks.append(Mask(name, shape, dtype, kind=kind, device=device))
+        return self.b.add("Input", (), {"name": name}, shape, dtype)
 
     def add(self, op: str, inputs: Sequence[int] = (), attrs: dict[str, Any] | None = None,
             shape: Sequence[int] | None = None, dtype: str | None = None) -> int:

@@ -32,15 +32,14 @@ NOT_YET = "not mapped yet"
 
 _SIZES = "data-dependent output size: the format's shapes are known before a graph runs"
 _SYMBOLIC = "a symbolic size, stride or layout query (a graph with symbolic sizes is specialised to each concrete shape first: these become numbers)"
-_RNG = "draws random numbers: the format has no generator (dropout's mask is an input the exported module draws)"
+_RNG = ("draws a random permutation: the format has no generator (dropout's mask, rand and randn are inputs the"
+        " exported module draws)")
 # Why an unmapped Core ATen overload cannot be a format op (kept by hand; anything else is NOT_YET).
 REASONS: dict[str, str] = {
     "aten.nonzero.default": _SIZES,
     "aten._local_scalar_dense.default": "a tensor's value read into Python (`.item()`): a value the host needs, not one a graph computes",
     "aten._fft_r2c.default": "complex dtypes (the format's are real, integer and bool)",
     "aten._fft_c2r.default": "complex dtypes (the format's are real, integer and bool)",
-    "aten.rand.default": _RNG,
-    "aten.randn.default": _RNG,
     "aten.randperm.default": _RNG,
     "aten.resize_.default": "resizes a tensor's storage in place: the format has values, not buffers",
     "aten.sym_size.int": _SYMBOLIC,

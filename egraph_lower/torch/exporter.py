@@ -78,8 +78,11 @@ def export_graph(graph: Graph, signature: Signature | None = None, boxed: bool =
     # symbolic sizes may take a number first, a SymInt placeholder its Inputs never read)
     tensors = {n.attrs["name"] for n in graph.nodes if n.op in ("Input", "Param")}
     first = next((a for name, a in args.items() if name in tensors), next(iter(args.values()), None))
-    for m in sig.masks:  # drawn first, in order: the generator is consumed as eager's dropouts consume it
-        args[m.name] = g.call_function(kernels.dropout_mask, (first, list(m.shape), m.dtype, m.p))
+    for m in sig.masks:  # drawn first, in order: the generator is consumed as eager's dropouts and rands consume it
+        if m.kind == "bernoulli":
+            args[m.name] = g.call_function(kernels.dropout_mask, (first, list(m.shape), m.dtype, m.p))
+        else:
+            args[m.name] = g.call_function(kernels.random_tensor, (first, list(m.shape), m.dtype, m.kind, m.device))
     env: dict[int, fx.Node] = {}
     roots: dict[int, frozenset[str]] = {}  # the storages each value may live in (contract.py)
     by_id = graph.by_id

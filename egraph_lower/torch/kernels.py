@@ -33,7 +33,8 @@ from .kernels_attention import (attention, attention_backward_key, attention_bac
 from .kernels_conv import (conv2d, conv2d_backward_input, conv2d_backward_weight, conv2d_columns, conv2d_dilate_pad,
                            conv2d_flip_weight, conv2d_merge_groups, conv2d_weight_matrix, conv_transpose2d, im2col)
 from .kernels_index import (concat, dropout, dropout_mask, embedding, embedding_backward, gather, iota, nll_loss,
-                            nll_loss_backward, nll_loss_total_weight, pad, scatter_add, slice_, slice_backward, take)
+                            nll_loss_backward, nll_loss_total_weight, pad, random_tensor, scatter_add, slice_,
+                            slice_backward, take)
 from .kernels_norm import (batch_norm_backward_beta, batch_norm_backward_gamma, batch_norm_backward_input,
                            batch_norm_inference, batch_norm_training, batch_norm_training_backward_beta,
                            batch_norm_training_backward_gamma, batch_norm_training_backward_input, inv_rms, inv_std,
@@ -72,6 +73,8 @@ from .kernels_strided import (as_strided, as_strided_scatter, masked_scatter, ma
 from .kernels_gating import prelu_backward
 from .kernels_blas import addbmm, addmv
 from .kernels_views import diagonal, diagonal_backward, diagonal_scatter, repeat, select_scatter
+from .kernels_pool import (fractional_max_pool2d, fractional_max_pool2d_indices, fractional_max_pool3d,
+                           fractional_max_pool3d_indices, fractional_pool_index)
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -86,7 +89,8 @@ __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", 
            "inv_std", "iota", "layer_norm", "layer_norm_backward_bias", "layer_norm_backward_input",
            "layer_norm_backward_weight", "log_softmax", "log_softmax_backward", "matmul", "max_pool2d",
            "max_pool2d_backward", "max_pool2d_indices", "max_pool2d_one_hot", "mse_loss", "mse_loss_backward",
-           "nll_loss", "nll_loss_backward", "nll_loss_total_weight", "pad", "pool_weights", "reduce", "relu_backward",
+           "nll_loss", "nll_loss_backward", "nll_loss_total_weight", "pad", "pool_weights", "random_tensor", "reduce",
+           "relu_backward",
            "reshape", "rms_norm", "rms_norm_backward_input", "rms_norm_backward_weight", "safe_softmax", "scatter_add",
            "slice_", "slice_backward", "softmax", "softmax_backward", "take", "transpose", "where",
            "flip",
@@ -124,6 +128,8 @@ __all__ += ["as_strided", "as_strided_scatter", "masked_scatter", "masked_scatte
 __all__ += ["prelu_backward"]
 __all__ += ["addbmm", "addmv", "cdist", "cdist_backward", "dist", "pdist", "pdist_backward"]
 __all__ += ["diagonal", "diagonal_scatter", "diagonal_backward", "select_scatter", "repeat"]
+__all__ += ["fractional_max_pool2d", "fractional_max_pool2d_indices", "fractional_max_pool3d",
+            "fractional_max_pool3d_indices", "fractional_pool_index"]
 
 
 def _dtype(name: str) -> torch.dtype:

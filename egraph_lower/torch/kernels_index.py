@@ -26,6 +26,14 @@ def dropout_mask(like: Tensor | None, shape: Sequence[int], dtype: str, p: float
     return torch.empty(tuple(shape), dtype=FORMAT_TO_TORCH[dtype], device=device).bernoulli_(1.0 - p).to(torch.bool)
 
 
+def random_tensor(like: Tensor | None, shape: Sequence[int], dtype: str, kind: str, device: str | None) -> Tensor:
+    """eager's `torch.rand` (`kind` "uniform") or `torch.randn` ("normal") of `shape` and `dtype` on
+    `device` (None: `like`'s), the same call so that the same generator state gives the same numbers."""
+    draw = torch.rand if kind == "uniform" else torch.randn
+    where = device if device is not None else (like.device if like is not None else None)
+    return draw(tuple(shape), dtype=FORMAT_TO_TORCH[dtype], device=where)
+
+
 def dropout(x: Tensor, mask: Tensor, scale: float) -> Tensor:
     return torch.where(mask, x * scale, torch.zeros((), dtype=x.dtype, device=x.device))
 

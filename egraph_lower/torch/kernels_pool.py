@@ -176,3 +176,37 @@ def max_unpool2d(x: Tensor, indices: Tensor, output_size: Sequence[int]) -> Tens
 
 
 max_unpool3d = max_unpool2d
+
+
+# ---- fractional max pooling (opdefs/fractional_pool.py): aten's own kernels
+
+def fractional_max_pool2d(x: Tensor, samples: Tensor, kernel: Sequence[int], output_size: Sequence[int]) -> Tensor:
+    return torch.ops.aten.fractional_max_pool2d(x, list(kernel), list(output_size), samples)[0]
+
+
+def fractional_max_pool2d_indices(x: Tensor, samples: Tensor, kernel: Sequence[int],
+                                  output_size: Sequence[int]) -> Tensor:
+    return torch.ops.aten.fractional_max_pool2d(x, list(kernel), list(output_size), samples)[1]
+
+
+def fractional_max_pool3d(x: Tensor, samples: Tensor, kernel: Sequence[int], output_size: Sequence[int]) -> Tensor:
+    return torch.ops.aten.fractional_max_pool3d(x, list(kernel), list(output_size), samples)[0]
+
+
+def fractional_max_pool3d_indices(x: Tensor, samples: Tensor, kernel: Sequence[int],
+                                  output_size: Sequence[int]) -> Tensor:
+    return torch.ops.aten.fractional_max_pool3d(x, list(kernel), list(output_size), samples)[1]
+
+
+def fractional_pool_index(samples: Tensor, sample: int, size: int, kernel: int, output: int) -> Tensor:
+    """[N, C, output, kernel]: the positions the windows read along one axis, from samples[:, :, sample]
+    in their dtype as aten's generate_intervals<scalar_t> computes them (each + and * rounded to it)."""
+    u = samples[:, :, int(sample)]
+    dt, size, kernel, output = samples.dtype, int(size), int(kernel), int(output)
+    first = torch.full((*u.shape, output), size - kernel, dtype=torch.int64, device=samples.device)
+    if output > 1:
+        alpha = torch.tensor(size - kernel, dtype=dt) / torch.tensor(output - 1, dtype=dt)
+        i = torch.arange(output - 1, device=samples.device).to(dt)
+        a = ((i + u[..., None]) * alpha.to(samples.device)).trunc().to(torch.int64)
+        first[..., :output - 1] = a - (u * alpha.to(samples.device)).trunc().to(torch.int64)[..., None]
+    return first[..., None] + torch.arange(kernel, device=samples.device)

@@ -1,7 +1,7 @@
 """Every aten mapping, registered: importing this module fills `registry.HANDLERS` with the handlers
 of `aten.py` and of each family's module (softmax and MSE, index ops and losses, normalization,
 parametrised activations and slicing, pooling, convolution, attention, masks and ranges, elementwise
-math, reductions and scans, mode padding)."""
+math, reductions and scans, mode padding, fractional max pooling)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from . import aten_trilinear
 from . import aten_views
 from . import aten_strided
 from . import aten_blas
+from . import aten_fractional
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
@@ -37,4 +38,5 @@ FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_n
             aten_trilinear,
             aten_views,
             aten_strided,
-            aten_blas)  # registered by importing them
+            aten_blas,
+            aten_fractional)  # registered by importing them

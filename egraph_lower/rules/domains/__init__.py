@@ -40,6 +40,7 @@ from .trilinear import TRILINEAR_SCALES, trilinear_domain
 from .views import views_domain
 from .strided import strided_domain
 from .blas import BLAS_SCALES, blas_domain
+from .fractional import fractional_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
            "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
@@ -80,6 +81,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "views": views_domain,
     "strided": strided_domain,
     "blas": blas_domain,
+    "fractional": fractional_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
