@@ -34,6 +34,7 @@ from . import index_reduce
 from . import trilinear
 from . import views
 from . import strided
+from . import bag
 from .base import Ctor, Head, OpDef
 
 
@@ -77,7 +78,8 @@ FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, r
             trilinear.OPS,
             conv.OPS3,
             views.OPS,
-            strided.OPS)
+            strided.OPS,
+            bag.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

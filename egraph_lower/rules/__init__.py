@@ -29,6 +29,7 @@ from . import index_reduce
 from . import trilinear
 from . import views
 from . import strided
+from . import bag
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -50,7 +51,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + trilinear.RULES
                                + conv.RULES3
                                + views.RULES
-                               + strided.RULES)
+                               + strided.RULES
+                               + bag.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

@@ -71,6 +71,9 @@ from .kernels_strided import (as_strided, as_strided_scatter, masked_scatter, ma
                               strided_index, strided_scatter_index)
 from .kernels_gating import prelu_backward
 from .kernels_views import diagonal, diagonal_backward, diagonal_scatter, repeat, select_scatter
+from .kernels_bag import (embedding_bag, embedding_bag_backward, embedding_bag_max_backward,
+                          embedding_bag_max_indices, embedding_bag_offset2bag, embedding_bag_psw_backward,
+                          embedding_bag_size)
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -122,6 +125,8 @@ __all__ += ["as_strided", "as_strided_scatter", "masked_scatter", "masked_scatte
             "strided_scatter_index"]
 __all__ += ["prelu_backward"]
 __all__ += ["diagonal", "diagonal_scatter", "diagonal_backward", "select_scatter", "repeat"]
+__all__ += ["embedding_bag", "embedding_bag_backward", "embedding_bag_max_backward", "embedding_bag_max_indices",
+            "embedding_bag_offset2bag", "embedding_bag_psw_backward", "embedding_bag_size"]
 
 
 def _dtype(name: str) -> torch.dtype:

@@ -19,6 +19,7 @@ from . import aten_misc
 from . import aten_trilinear
 from . import aten_views
 from . import aten_strided
+from . import aten_bag
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
@@ -35,4 +36,5 @@ FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_n
             aten_misc,
             aten_trilinear,
             aten_views,
-            aten_strided)  # registered by importing them
+            aten_strided,
+            aten_bag)  # registered by importing them

@@ -39,6 +39,7 @@ from .index_reduce import index_reduce_domain
 from .trilinear import TRILINEAR_SCALES, trilinear_domain
 from .views import views_domain
 from .strided import strided_domain
+from .bag import bag_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
            "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
@@ -78,6 +79,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "trilinear": trilinear_domain,
     "views": views_domain,
     "strided": strided_domain,
+    "bag": bag_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
