@@ -68,3 +68,5 @@ from opinfo_views import ENTRIES as _views  # noqa: E402
 OPINFO_BACKWARD.update(_views)
 from opinfo_diag import ENTRIES as _diag  # noqa: E402
 OPINFO_BACKWARD.update(_diag)
+from opinfo_bag import ENTRIES as _bag  # noqa: E402
+OPINFO_BACKWARD.update(_bag)

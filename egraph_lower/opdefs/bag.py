@@ -27,14 +27,13 @@ no bag. Positions whose index is `padding_idx` (-1: none) count in no bag.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..arrays import Args, Attrs, _f, _finish, _round_float
 from ..dtypes import FLOAT_DTYPES, INT_DTYPES
-from ..errors import LowerError
 from .base import F64, I64, INPUTS, STRING, WHOLE, Attr, Ctor, Field, Meta, OpDef, head, ints_text
 from .index import indices as checked_indices
 from .meta import attr_check, boolean, is_int, one_of, show, show_shape
@@ -251,16 +250,22 @@ def _geometry(a: Mapping[str, Any], s: Sequence[tuple[int, ...]], at: int, w: in
 
 
 def _fields(at: int, names: tuple[str, ...], weights: bool = False) -> tuple[Field, ...]:
-    """The e-node's fields: padding_idx as an f64 (a literal of the rules) where the op has it, B (the end
-    of the Slice of offsets the bags start at), N as an f64, then the shapes `names` of `_geometry`."""
-    def geom(a: Mapping[str, Any], s: Sequence[tuple[int, ...]]) -> dict[str, Any]:
-        return _geometry(a, s, at, int(a["num_weights"]) if weights else None)
+    """The e-node's fields beyond the attributes: B (the end of the Slice of offsets the bags start at), N
+    as an f64 (a literal of the rules), then the shapes `names` of `_geometry`."""
+    def shape_of(g: str) -> Callable[[Mapping[str, Any], Sequence[tuple[int, ...]]], str]:
+        def encode(a: Mapping[str, Any], s: Sequence[tuple[int, ...]]) -> str:
+            return ints_text(_geometry(a, s, at, int(a["num_weights"]) if weights else None)[g])
+        return encode
 
-    return (Field("nb", I64, lambda a, s: s[at + 1][0] - int(bool(a["include_last_offset"])), None, source=WHOLE,
-                  shaped=INPUTS),
-            Field("n", F64, lambda a, s: float(s[at][0]), None, source=WHOLE, shaped=INPUTS)) + tuple(
-        Field(g, STRING, lambda a, s, g=g: ints_text(geom(a, s)[g]), None, source=WHOLE, shaped=INPUTS)
-        for g in names)
+    def bags(a: Mapping[str, Any], s: Sequence[tuple[int, ...]]) -> int:
+        return s[at + 1][0] - int(bool(a["include_last_offset"]))
+
+    def positions(a: Mapping[str, Any], s: Sequence[tuple[int, ...]]) -> float:
+        return float(s[at][0])
+
+    return ((Field("nb", I64, bags, None, source=WHOLE, shaped=INPUTS),
+             Field("n", F64, positions, None, source=WHOLE, shaped=INPUTS))
+            + tuple(Field(g, STRING, shape_of(g), None, source=WHOLE, shaped=INPUTS) for g in names))
 
 
 def _pad_field() -> Field:
@@ -271,7 +276,8 @@ def _last_field() -> Field:
     return Field("include_last_offset", I64, lambda v, s: int(bool(v)), bool, shaped=INPUTS)
 
 
-def _mode_field(modes: Sequence[str]) -> Field:
+def _mode_field() -> Field:
+    """The mode upper-cased in the e-graph (the rule notation reads a lower-case field value as a variable)."""
     return Field("mode", STRING, lambda v, s: str(v).upper(), lambda v: str(v).lower(), shaped=INPUTS)
 
 
@@ -279,12 +285,13 @@ def _mode_heads(name: str, modes: Sequence[str]) -> tuple[Any, ...]:
     return (head(name),) + tuple(head(f"{name}.{m}", mode=m.upper()) for m in modes)
 
 
-_BAG_FIELDS = (_mode_field(MODES), _pad_field(), _last_field()) + _fields(1, ("row", "col", "bn1", "n1d", "n11"))
+_BAG_FIELDS = (_mode_field(), _pad_field(), _last_field()) + _fields(1, ("row", "col", "bn1", "n1d", "n11"))
 _O2B_FIELDS = (_last_field(),) + _fields(0, ("row", "col"))
 _SIZE_FIELDS = (_pad_field(), _last_field()) + _fields(0, ("row", "col"))
 _MAXI_FIELDS = (_pad_field(), _last_field()) + _fields(1, ("row", "col", "bn1", "n1d", "n11"))
-_BWD_FIELDS = (_mode_field(("sum", "mean")), Field("num_weights", I64, lambda v, s: int(v), int, shaped=INPUTS),
-               _pad_field(), _last_field()) + _fields(1, ("row", "col", "bn1", "n1d", "n11", "b1d", "b11", "wn", "wn1"), weights=True)
+_BWD_FIELDS = (_mode_field(), Field("num_weights", I64, lambda v, s: int(v), int, shaped=INPUTS),
+               _pad_field(), _last_field()) + _fields(1, ("row", "col", "bn1", "n1d", "n11", "b1d", "b11", "wn", "wn1"),
+                                                      weights=True)
 _MAX_BWD_FIELDS = (Field("num_weights", I64, lambda v, s: int(v), int, shaped=INPUTS),
                    Field("w11", STRING, lambda v, s: ints_text([v, 1, 1]), None, source="num_weights", shaped=INPUTS),
                    Field("col", STRING, lambda v, s: ints_text([s[0][0], 1]), None, source="num_weights",

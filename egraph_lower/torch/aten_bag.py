@@ -6,7 +6,8 @@
   EmbeddingBagOffset2Bag, or the empty tensor aten's CPU kernel gives in its fast sum path (the FX
   graph says which: its value has no elements); bag_size, EmbeddingBagSize in modes mean and max and
   aten's zeros in mode sum; max_indices, EmbeddingBagMaxIndices in mode max, aten's copy of bag_size in
-  mode mean and zeros in mode sum. F.embedding_bag of 2-D indices reaches aten flattened with offsets
+  mode mean and zeros in mode sum. `_embedding_bag_forward_only` (what F.embedding_bag calls where the
+  weight needs no gradient: inference graphs) is mapped the same way. F.embedding_bag of 2-D indices reaches aten flattened with offsets
   from an arange; a negative padding_idx other than -1 (none) has been made positive by it.
 - `_embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights,
   scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx)`: modes sum and mean,
@@ -67,6 +68,7 @@ def _like(ctx: Context, nid: int, index: int) -> int:
 
 
 @handles("_embedding_bag.default")
+@handles("_embedding_bag_forward_only.default")
 def _embedding_bag(ctx: Context, a: dict[str, Any]) -> tuple[int, int, int, int]:
     mode = _mode(ctx, a)
     dt = ctx.out(0)[1]
