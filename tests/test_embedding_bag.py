@@ -275,3 +275,27 @@ def test_an_inference_graph_maps_embedding_bag_forward_only(backend: str) -> Non
     assert be.unlowered_ops == {} and all(not r.errors for r in be.graphs), be.summary()
     assert any(r.kind == "inference" and r.status == "lowered" for r in be.graphs), be.summary()
     torch.testing.assert_close(got, F.embedding_bag(idx, w, off, mode="max", padding_idx=2))
+
+
+@pytest.mark.parametrize("backend", ["metal", "wgpu"])
+def test_large_bags_lower_without_a_bags_by_positions_by_d_tensor(backend: str) -> None:
+    """400 positions in 40 bags of D = 16: sum and mean with their gradients take the Take / ScatterAdd forms
+    (no value of B N D elements; metal scatters, wgpu has no ScatterAdd), and agree with the evaluator."""
+    n, b, d, w = 400, 40, 16, 100
+    rng = np.random.default_rng(9)
+    feeds = {"w": rng.standard_normal((w, d)).astype(np.float32), "i": rng.integers(0, w, n),
+             "o": np.sort(rng.integers(0, n, b)), "p": rng.standard_normal(n).astype(np.float32),
+             "dy": rng.standard_normal((b, d)).astype(np.float32)}
+    feeds["o"][0] = 0
+    for mode in ("sum", "mean"):
+        gb = GraphBuilder("bags")
+        W, i, o = gb.input("w", [w, d], "f32"), gb.input("i", [n], "i64"), gb.input("o", [b], "i64")
+        p, dy = gb.input("p", [n], "f32"), gb.input("dy", [b, d], "f32")
+        a = {"padding_idx": 3, "include_last_offset": False}
+        graph = gb.build([gb.op("EmbeddingBag", W, i, o, p, mode=mode, **a),
+                          gb.op("EmbeddingBagBackward", dy, i, o, p, mode=mode, num_weights=w, **a),
+                          gb.op("EmbeddingBagPerSampleWeightsBackward", dy, W, i, o, **a)])
+        lowered = el.lower(graph, backend).graph
+        assert max(int(np.prod(node.shape)) for node in lowered.nodes) < b * n * d
+        assert ("ScatterAdd" in lowered.op_counts()) == (backend == "metal")
+        assert_lowering_matches(graph, lowered, feeds)

@@ -35,6 +35,7 @@ import numpy as np
 from ..arrays import Args, Attrs, _f, _finish, _round_float
 from ..dtypes import FLOAT_DTYPES, INT_DTYPES
 from .base import F64, I64, INPUTS, STRING, WHOLE, Attr, Ctor, Field, Meta, OpDef, head, ints_text
+from .index import _EMBEDDING_BWD_FIELDS
 from .index import indices as checked_indices
 from .meta import attr_check, boolean, is_int, one_of, show, show_shape
 
@@ -239,22 +240,27 @@ def _op_psw_backward(attrs: Attrs, args: Args, dtype: str, shape: Sequence[int] 
 def _geometry(a: Mapping[str, Any], s: Sequence[tuple[int, ...]], at: int, w: int | None) -> dict[str, Any]:
     """The shapes the rules reshape to, for indices s[at] [N], offsets s[at + 1] and D the last axis of s[0]:
     row [1, N], col [B, 1], bn1 [B, N, 1], n1d [1, N, D], n11 [1, N, 1], b1d [B, 1, D], b11 [B, 1, 1],
-    wn [W, N] and wn1 [W, N, 1]."""
+    ncol [N, 1], nd [N, D], wn [W, N] and wn1 [W, N, 1]; with W, the fields of the EmbeddingBackward of a
+    gradient [N, D] at the indices [N] (`e` + its field names: `_EMBEDDING_BWD_FIELDS`)."""
     n, b = s[at][0], s[at + 1][0] - int(bool(a["include_last_offset"]))
     d = s[0][-1]
     out: dict[str, Any] = {"row": [1, n], "col": [b, 1], "bn1": [b, n, 1], "n1d": [1, n, d], "n11": [1, n, 1],
-                           "b1d": [b, 1, d], "b11": [b, 1, 1]}
+                           "b1d": [b, 1, d], "b11": [b, 1, 1], "ncol": [n, 1], "nd": [n, d]}
     if w is not None:
         out.update(wn=[w, n], wn1=[w, n, 1])
+        attrs = {"num_weights": w, "padding_idx": int(a["padding_idx"])}
+        for f in _EMBEDDING_BWD_FIELDS[2:]:  # after num_weights and padding_idx, which the op has itself
+            out["e" + f.name] = f.encode(attrs.get(f.attr), (n, d) if f.shaped else 2)
     return out
 
 
 def _fields(at: int, names: tuple[str, ...], weights: bool = False) -> tuple[Field, ...]:
     """The e-node's fields beyond the attributes: B (the end of the Slice of offsets the bags start at), N
     as an f64 (a literal of the rules), then the shapes `names` of `_geometry`."""
-    def shape_of(g: str) -> Callable[[Mapping[str, Any], Sequence[tuple[int, ...]]], str]:
-        def encode(a: Mapping[str, Any], s: Sequence[tuple[int, ...]]) -> str:
-            return ints_text(_geometry(a, s, at, int(a["num_weights"]) if weights else None)[g])
+    def shape_of(g: str) -> Callable[[Mapping[str, Any], Sequence[tuple[int, ...]]], Any]:
+        def encode(a: Mapping[str, Any], s: Sequence[tuple[int, ...]]) -> Any:
+            v = _geometry(a, s, at, int(a["num_weights"]) if weights else None)[g]
+            return v if isinstance(v, (str, int)) else ints_text(v)
         return encode
 
     def bags(a: Mapping[str, Any], s: Sequence[tuple[int, ...]]) -> int:
@@ -265,7 +271,8 @@ def _fields(at: int, names: tuple[str, ...], weights: bool = False) -> tuple[Fie
 
     return ((Field("nb", I64, bags, None, source=WHOLE, shaped=INPUTS),
              Field("n", F64, positions, None, source=WHOLE, shaped=INPUTS))
-            + tuple(Field(g, STRING, shape_of(g), None, source=WHOLE, shaped=INPUTS) for g in names))
+            + tuple(Field(g, I64 if g == "epadded" else STRING, shape_of(g), None, source=WHOLE, shaped=INPUTS)
+                    for g in names))
 
 
 def _pad_field() -> Field:
@@ -285,18 +292,20 @@ def _mode_heads(name: str, modes: Sequence[str]) -> tuple[Any, ...]:
     return (head(name),) + tuple(head(f"{name}.{m}", mode=m.upper()) for m in modes)
 
 
-_BAG_FIELDS = (_mode_field(), _pad_field(), _last_field()) + _fields(1, ("row", "col", "bn1", "n1d", "n11"))
+_EMBEDDING_BWD_NAMES = tuple("e" + f.name for f in _EMBEDDING_BWD_FIELDS[2:])
+_BAG_FIELDS = (_mode_field(), _pad_field(), _last_field()) + _fields(1, ("row", "col", "bn1", "n1d", "n11", "ncol",
+                                                                                 "nd"))
 _O2B_FIELDS = (_last_field(),) + _fields(0, ("row", "col"))
 _SIZE_FIELDS = (_pad_field(), _last_field()) + _fields(0, ("row", "col"))
 _MAXI_FIELDS = (_pad_field(), _last_field()) + _fields(1, ("row", "col", "bn1", "n1d", "n11"))
 _BWD_FIELDS = (_mode_field(), Field("num_weights", I64, lambda v, s: int(v), int, shaped=INPUTS),
-               _pad_field(), _last_field()) + _fields(1, ("row", "col", "bn1", "n1d", "n11", "b1d", "b11", "wn", "wn1"),
-                                                      weights=True)
+               _pad_field(), _last_field()) + _fields(1, ("row", "col", "bn1", "n1d", "n11", "b1d", "b11", "ncol", "nd",
+                                                              "wn", "wn1") + _EMBEDDING_BWD_NAMES, weights=True)
 _MAX_BWD_FIELDS = (Field("num_weights", I64, lambda v, s: int(v), int, shaped=INPUTS),
                    Field("w11", STRING, lambda v, s: ints_text([v, 1, 1]), None, source="num_weights", shaped=INPUTS),
                    Field("col", STRING, lambda v, s: ints_text([s[0][0], 1]), None, source="num_weights",
                          shaped=INPUTS))
-_PSW_FIELDS = (_pad_field(), _last_field()) + _fields(2, ("row", "col", "bn1", "n1d", "b1d"))
+_PSW_FIELDS = (_pad_field(), _last_field()) + _fields(2, ("row", "col", "bn1", "n1d", "b1d", "ncol", "nd"))
 
 _BAG_SAMPLE = (((5, 3), "f32"), ((6,), "i64"), ((3,), "i64"), ((6,), "f32"))
 

@@ -16,6 +16,15 @@ every other). A 1 of a float dtype is x^0 (1 for NaN and infinities too), an i64
   count; 0 off every bag and at padding), then summed onto the rows by a one-hot [W, N] of the indices;
   max: dy[b, d] at row max_indices[b, d] by a one-hot [W, B, D], where the bag counts a row; per-sample
   weights: the dot of dy[bag(i)] with rows_i.
+- the scalable forms, O(N D) beyond offset2bag's O(B N) (the forms above hold [B, N, D]): each position's
+  bag as a column [N, 1] (0 where it counts in none, its value 0 there); `embedding-bag-sum-scatter`,
+  `-mean-scatter` scatter-add the (weighted) rows into zeros [B, D] (a Pad of an empty Slice), for backends
+  that run ScatterAdd; `embedding-bag-sum-matmul`, `-mean-matmul` are the one-hot MatMul of the
+  membership by the rows (where there is no ScatterAdd: an infinite row then gives NaN in the other bags,
+  0 x inf, as `embedding-bwd-matmul` does for an infinite dy); `embedding-bag-bwd-sum-take`, `-mean-take` Take dy's row of each position's bag
+  (times psw_i, over its bag's count) and hand it to EmbeddingBackward, whose own rules put it onto the
+  rows (a scatter-add, a one-hot MatMul or a one-hot sum, as the backend runs); `embedding-bag-bwd-psw-take`
+  is the dot of that Take with rows_i.
 """
 
 from __future__ import annotations
@@ -42,9 +51,20 @@ _MAXI = dict(_ROWS, ninf="(/ -1 (sum [0,1] (- (pow rows 0) (pow rows 0))))", val
 _BWD = dict(_BAGS, one="(pow (Reshape row psw) 0)", count="(Reduce.Sum [1] 1 (where mk one 0))",
             irow="(Reshape row indices)", hot="(Reshape wn1 (== (Iota.i64 0 (Expand wn irow)) irow))")
 _ONTO_ROWS = "(sum [1] (where hot (Reshape n1d g) 0))"
+# the scalable forms: each position's bag as a column [N, 1] (0 where it counts in none), its row or its
+# bag's gradient by a Take, summed into the bags by a ScatterAdd (backends that run it) and onto the rows
+# by an EmbeddingBackward (whose own rules pick a scatter-add, a one-hot MatMul or a one-hot sum)
+_COLUMN = dict(_BAGS, bagc="(Reshape ncol o2b)", keepc="(!= (Reshape ncol indices) (lit pad))",
+               valid="(where keepc (>= bagc 0) keepc)", safe="(where valid bagc 0)")
+_SCATTER = dict(_COLUMN, rows="(Take 0 weight indices)", one="(pow (Reshape row psw) 0)",
+                count="(Reduce.Sum [1] 1 (where mk one 0))", into="(Pad 0 nb 0 (Slice 0 0 0 1 rows))")
+_TAKE = dict(_COLUMN, dyrows="(Reshape nd (Take 0 dy safe))", one="(pow (Reshape row psw) 0)",
+             count="(Reduce.Sum [1] 1 (where mk one 0))", per="(Reshape ncol (Take 0 (max count 1) safe))")
+_EMB_BWD = "(EmbeddingBackward nw pad ewshape edperm epaxes eiaxes epadded eflat eicol eirow ewm {g} indices)"
 
-_BAG = "(EmbeddingBag.{mode} pad last nb n row col bn1 n1d n11 weight indices offsets psw)"
-_BAG_BWD = "(EmbeddingBagBackward.{mode} nw pad last nb n row col bn1 n1d n11 b1d b11 wn wn1 dy indices offsets psw)"
+_BAG = "(EmbeddingBag.{mode} pad last nb n row col bn1 n1d n11 ncol nd weight indices offsets psw)"
+_BAG_BWD = ("(EmbeddingBagBackward.{mode} nw pad last nb n row col bn1 n1d n11 b1d b11 ncol nd wn wn1 ewshape edperm "
+            "epaxes eiaxes epadded eflat eicol eirow ewm dy indices offsets psw)")
 
 RULES: tuple[Rule, ...] = (
     rule("embedding-bag-offset2bag", "bag(i) = #{b : offsets[b] <= i} - 1, a Compare of the starts against the "
@@ -75,7 +95,31 @@ RULES: tuple[Rule, ...] = (
          "(sum [1] (where (== (Iota.i64 0 (Expand w11 (Reduce.Max [0,1] 0 mi))) mi) "
          "(where (> (Reshape col bs) 0) dy 0) 0))", group="backward"),
     rule("embedding-bag-bwd-psw", "d embedding_bag / d per_sample_weights_i = dot(dy[bag(i)], weight[indices_i]), "
-         "0 off every bag and at padding", "(EmbeddingBagPswBackward pad last nb n row col bn1 n1d b1d dy weight "
-         "indices offsets)", "(sum [1] (sum [0] (where m3 (* (Reshape b1d dy) r3) 0)))", group="backward",
+         "0 off every bag and at padding", "(EmbeddingBagPswBackward pad last nb n row col bn1 n1d b1d ncol nd dy "
+         "weight indices offsets)", "(sum [1] (sum [0] (where m3 (* (Reshape b1d dy) r3) 0)))", group="backward",
          lets=_ROWS),
+    rule("embedding-bag-sum-scatter", "embedding_bag sum = scatter-add of psw_i weight[indices_i] into zeros [B, D] "
+         "at bag(i), the positions counting in no bag 0", _BAG.format(mode="sum"),
+         "(ScatterAdd 0 into (Expand nd safe) (where valid (* rows (Reshape ncol psw)) 0))", group="forward",
+         lets=_SCATTER),
+    rule("embedding-bag-mean-scatter", "embedding_bag mean = scatter-add of weight[indices_i] into zeros [B, D] at "
+         "bag(i), over max(count, 1)", _BAG.format(mode="mean"),
+         "(/ (ScatterAdd 0 into (Expand nd safe) (where valid rows 0)) (max count 1))", group="forward",
+         lets=_SCATTER),
+    rule("embedding-bag-sum-matmul", "embedding_bag sum = where(mk, psw, 0) [B, N] x weight[indices] [N, D] (an "
+         "infinite row is NaN in the other bags, as embedding-bwd-matmul's dy)", _BAG.format(mode="sum"),
+         "(MatMul (where mk (Reshape row psw) 0) rows)", group="forward", lets=_SCATTER),
+    rule("embedding-bag-mean-matmul", "embedding_bag mean = where(mk, 1, 0) [B, N] x weight[indices] [N, D] over "
+         "max(count, 1)", _BAG.format(mode="mean"), "(/ (MatMul (where mk one 0) rows) (max count 1))",
+         group="forward", lets=_SCATTER),
+    rule("embedding-bag-bwd-sum-take", "d embedding_bag sum = embedding_backward of g_i = psw_i dy[bag(i)] (a Take "
+         "of dy's rows; 0 where i counts in no bag)", _BAG_BWD.format(mode="sum"),
+         _EMB_BWD.format(g="(where valid (* dyrows (Reshape ncol psw)) 0)"), group="backward", lets=_TAKE),
+    rule("embedding-bag-bwd-mean-take", "d embedding_bag mean = embedding_backward of g_i = dy[bag(i)] / "
+         "max(count, 1) of bag(i)", _BAG_BWD.format(mode="mean"),
+         _EMB_BWD.format(g="(where valid (/ dyrows per) 0)"), group="backward", lets=_TAKE),
+    rule("embedding-bag-bwd-psw-take", "d embedding_bag / d psw_i = dot(dy[bag(i)], weight[indices_i]) by a Take of "
+         "dy's rows, 0 where i counts in no bag", "(EmbeddingBagPswBackward pad last nb n row col bn1 n1d b1d ncol nd "
+         "dy weight indices offsets)", "(sum [1] (where valid (* (Reshape nd (Take 0 dy safe)) (Take 0 weight "
+         "indices)) 0))", group="backward", lets=_COLUMN),
 )

@@ -49,7 +49,8 @@ def _long(ctx: Context, arg: Any, what: str) -> int:
 
 
 def _padding(ctx: Context, a: dict[str, Any]) -> int:
-    pad = int(a.get("padding_idx", -1) if a.get("padding_idx") is not None else -1)
+    given = a.get("padding_idx")
+    pad = -1 if given is None else int(given)
     if pad < -1:
         raise ctx.refuse(f"padding_idx {pad} (aten's embedding bag takes -1 or a row)")
     return pad
