@@ -293,14 +293,14 @@ def _mode_heads(name: str, modes: Sequence[str]) -> tuple[Any, ...]:
 
 
 _EMBEDDING_BWD_NAMES = tuple("e" + f.name for f in _EMBEDDING_BWD_FIELDS[2:])
-_BAG_FIELDS = (_mode_field(), _pad_field(), _last_field()) + _fields(1, ("row", "col", "bn1", "n1d", "n11", "ncol",
-                                                                                 "nd"))
+_BAG_SHAPES = ("row", "col", "bn1", "n1d", "n11", "ncol", "nd")
+_BAG_FIELDS = (_mode_field(), _pad_field(), _last_field()) + _fields(1, _BAG_SHAPES)
 _O2B_FIELDS = (_last_field(),) + _fields(0, ("row", "col"))
 _SIZE_FIELDS = (_pad_field(), _last_field()) + _fields(0, ("row", "col"))
 _MAXI_FIELDS = (_pad_field(), _last_field()) + _fields(1, ("row", "col", "bn1", "n1d", "n11"))
-_BWD_FIELDS = (_mode_field(), Field("num_weights", I64, lambda v, s: int(v), int, shaped=INPUTS),
-               _pad_field(), _last_field()) + _fields(1, ("row", "col", "bn1", "n1d", "n11", "b1d", "b11", "ncol", "nd",
-                                                              "wn", "wn1") + _EMBEDDING_BWD_NAMES, weights=True)
+_BWD_SHAPES = ("row", "col", "bn1", "n1d", "n11", "b1d", "b11", "ncol", "nd", "wn", "wn1") + _EMBEDDING_BWD_NAMES
+_BWD_FIELDS = ((_mode_field(), Field("num_weights", I64, lambda v, s: int(v), int, shaped=INPUTS), _pad_field(),
+                _last_field()) + _fields(1, _BWD_SHAPES, weights=True))
 _MAX_BWD_FIELDS = (Field("num_weights", I64, lambda v, s: int(v), int, shaped=INPUTS),
                    Field("w11", STRING, lambda v, s: ints_text([v, 1, 1]), None, source="num_weights", shaped=INPUTS),
                    Field("col", STRING, lambda v, s: ints_text([s[0][0], 1]), None, source="num_weights",
