@@ -25,6 +25,7 @@ OPINFO_BACKWARD: dict[tuple[str, str], tuple[str, ...]] = {
     ("log_softmax", ""): ("_log_softmax_backward_data",),
     ("nn.functional.layer_norm", ""): ("native_layer_norm_backward",),
     ("nn.functional.batch_norm", ""): ("native_batch_norm_backward",),
+    ("_batch_norm_with_update", ""): ("batch_norm_backward",),
     ("nn.functional.mse_loss", ""): ("mse_loss_backward",),
     ("nn.functional.nll_loss", ""): ("nll_loss_backward", "nll_loss2d_backward"),
     ("nn.functional.embedding", ""): ("embedding_dense_backward",),

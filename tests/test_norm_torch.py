@@ -144,6 +144,35 @@ def test_round_trip_batch_norm_training(shape: tuple[int, ...]) -> None:
             "BatchNormTrainingBackwardBeta"} <= ops
 
 
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 4, 4)])
+def test_round_trip_batch_norm_with_update(shape: tuple[int, ...]) -> None:
+    """`_batch_norm_with_update_functional` and its `batch_norm_backward`: the updated running statistics,
+    the saved ones and the gradients as aten's; the reserve an empty uint8 tensor, as aten's."""
+    x, g = torch.randn(shape), torch.randn(shape)
+    w, b, m, v = torch.rand(3) + 0.5, torch.randn(3), torch.randn(3), torch.rand(3) + 0.5
+
+    def f(x: Any, g: Any, w: Any, b: Any, m: Any, v: Any) -> Any:
+        y, mean, invstd, reserve, rm, rv = A._batch_norm_with_update_functional(x, w, b, m, v, 0.1, EPS)
+        grads = A.batch_norm_backward(g, x, w, rm, rv, mean, invstd, True, EPS, [True, True, True], reserve)
+        return (y, mean, invstd, reserve, rm, rv, *grads)
+
+    ops = _round_trip(f, x, g, w, b, m, v)
+    assert {"BatchNormTraining", "BatchNormTrainingBackwardInput", "BatchNormTrainingBackwardGamma",
+            "BatchNormTrainingBackwardBeta"} <= ops
+
+
+def test_batch_norm_backward_without_update_is_eval_mode() -> None:
+    """`batch_norm_backward(update=False)` differentiates through the running statistics, as eval mode."""
+    x, g = torch.randn(4, 3, 5), torch.randn(4, 3, 5)
+    w, m, v = torch.rand(3) + 0.5, torch.randn(3), torch.rand(3) + 0.5
+
+    def f(x: Any, g: Any, w: Any, m: Any, v: Any, reserve: Any) -> Any:
+        return A.batch_norm_backward(g, x, w, m, v, None, None, False, EPS, [True, True, True], reserve)
+
+    ops = _round_trip(f, x, g, w, m, v, torch.empty(0, dtype=torch.uint8))
+    assert {"BatchNormInferenceBackwardInput", "BatchNormInferenceBackwardGamma"} <= ops
+
+
 # --------------------------------------------------------------------------- training steps
 
 class _Block(nn.Module):

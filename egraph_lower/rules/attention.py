@@ -2,22 +2,27 @@
 
 The constructors carry derived fields: `axes` (the scores' last axis), `perm` (swaps the last two
 axes: k^T), `lshape` (q's shape without its last axis: lse's) and `lkeep` (with it as 1). With
-t = (q scale) k^T + mask, the probabilities P have three forms, and every op that needs P is stated
-with each (extraction chooses):
+t = (q k^T) scale + mask (scaled after the product, in aten's CPU kernels' order), the probabilities
+P have three forms, and every op that needs P is stated with each (extraction chooses):
 
     explicit  P = e / max(z, 1), e = exp(u - m'), z = sum(e), m = max(u), m' = m where finite else 0;
               causal: u = where(keep, t, min(t)) (the kept maximum without an infinite literal, which
               the format cannot hold), e = where(keep, exp(u - m'), 0); keep = iota_col <= iota_row
     softmax   P = where(m finite, Softmax(t), 0)   (not causal: Softmax sees every column)
-    lse       P = exp(t - lse), causal: where(keep, exp(t - lse), 0), lse the saved log-sum-exp
+    lse       P = e / sum(e), e = exp(t - lse), causal: where(keep, exp(t - lse), 0), lse the saved
+              log-sum-exp (a row of e sums to 1 but for lse's rounding, which the division removes)
 
 A row with no finite kept t has z = 0, so P = 0 and lse = m' + log(max(z, 1)) = 0 (torch's CPU kernel
 gives the same); where some t is finite, the maximum's own term is exp(0) = 1, so max(z, 1) = z.
 
 The backward ops, with dP = dy v^T: dv = P^T dy; dS = SoftmaxBackward(P, dP) (so it composes with the
-softmax rules); dq = (dS k) scale, dk = dS^T (q scale).
+softmax rules); dq = (dS k) scale, dk = (dS^T q) scale.
 
 Forms kept out on purpose:
+- P = exp(t - lse) alone: lse rounded to float32 is off by up to half an ulp of |lse| (8e-6 at 200),
+  which scales the row's P by as much; rowsum(P dP) then no longer cancels dP's mean, and dq, dk of
+  OpInfo's sample with logits near 200 were 7.8e-5 and 9.3e-5 from float64 where eager's are 3e-5
+  (eager's flash kernel takes that D from `out`). Dividing by the row's sum costs one reduction.
 - exp(t) / sum(exp(t)) without the maximum: overflows for logits past log(MAX).
 - dS = P (dP - rowsum(dy out)) (rowsum(P dP) = rowsum(dy out), as out = P v, flash attention's
   form): in f16/bf16 `out` is rounded to d, and rules --check measured the result computed in f32
@@ -29,11 +34,17 @@ from __future__ import annotations
 
 from .dsl import Rule, rule
 
-_BASE = {"qs": "(* q (lit scale))", "t0": "(MatMul qs (Transpose perm k))", "t": "(+ t0 mask)",
+_BASE = {"t0": "(* (MatMul q (Transpose perm k)) (lit scale))", "t": "(+ t0 mask)",
          "keep": "(<= (Iota.i64 -1 t0) (Iota.i64 -2 t0))"}
 _U = {0: "t", 1: "(where keep t (Reduce.Min axes 1 t))"}
 _E = {0: "(Exp (- u ms))", 1: "(where keep (Exp (- u ms)) 0)"}
-_LSE_P = {0: "(Exp (- t (Reshape lkeep lse)))", 1: "(where keep (Exp (- t (Reshape lkeep lse))) 0)"}
+_LSE_E = {0: "(Exp (- t (Reshape lkeep lse)))", 1: "(where keep (Exp (- t (Reshape lkeep lse))) 0)"}
+
+
+def _lse_p(causal: int) -> dict[str, str]:
+    """P = e / sum(e), e = exp(t - lse): lse's rounding (half an ulp of |lse|) scales a whole row of e,
+    which the division takes out again (a row whose e are all 0: 0)."""
+    return dict(_BASE, el=_LSE_E[causal], zl="(Reduce.Sum axes 1 el)", p="(/ el (where (== zl 0) 1 zl))")
 
 
 def _stats(causal: int) -> dict[str, str]:
@@ -49,11 +60,12 @@ def _p_forms(causal: int) -> dict[str, dict[str, str]]:
     return forms
 
 
-_IDS = {"": "P explicit", "-softmax": "P = Softmax(t) where a kept t is finite", "-lse": "P = exp(t - lse)"}
+_IDS = {"": "P explicit", "-softmax": "P = Softmax(t) where a kept t is finite",
+        "-lse": "P = e / sum(e), e = exp(t - lse)"}
 _DS = "(SoftmaxBackward -1 axes p dp)"
 _GRADS = {
     "query": ("AttnBwdQuery", "q k v mask out lse dy", "(* (MatMul ds k) (lit scale))", "dq = (dS k) scale"),
-    "key": ("AttnBwdKey", "q k v mask out lse dy", "(MatMul (Transpose perm ds) qs)", "dk = dS^T (q scale)"),
+    "key": ("AttnBwdKey", "q k v mask out lse dy", "(* (MatMul (Transpose perm ds) q) (lit scale))", "dk = (dS^T q) scale"),
 }
 _FIELDS = "scale {c} axes perm lshape lkeep"
 
@@ -78,7 +90,7 @@ def _forward() -> tuple[Rule, ...]:
 def _backward() -> tuple[Rule, ...]:
     out = []
     for c in (0, 1):
-        forms = dict(_p_forms(c), **{"-lse": dict(_BASE, p=_LSE_P[c])})
+        forms = dict(_p_forms(c), **{"-lse": _lse_p(c)})
         for tag, lets in forms.items():
             out.append(rule(f"attn-bwd-value{_suffix(c)}{tag}", f"dv = P^T dy, {_IDS[tag]}",
                             f"(AttnBwdValue {_FIELDS.format(c=c)} q k mask lse dy)", "(MatMul (Transpose perm p) dy)",

@@ -5,7 +5,7 @@
   keep-dim shapes. A missing weight or bias is a Constant of ones or zeros.
 - `native_layer_norm_backward` -> LayerNormBackwardInput/Weight/Bias, only what `output_mask` asks.
 - Batch norm, channels on axis 1, any rank >= 2. Training (`training=True`, `_native_batch_norm_legit`
-  and its `_functional` and `no_stats` forms, `native_batch_norm`): BatchNormTraining, saved mean
+  and its `_functional` and `no_stats` forms, `native_batch_norm`, `_batch_norm_with_update_functional`): BatchNormTraining, saved mean
   `Reduce{Mean}` [C] and saved invstd `InvStd` [C]. The functional form's updated running statistics are
   computed here as torch does: (1 - momentum) * running + momentum * batch, the variance unbiased
   (n / (n - 1)) from the batch's own mean((x - mean)^2), in float32 for half precision and rounded once
@@ -14,7 +14,8 @@
   `axis` on [N, C] (version 1's last axis: such graphs stay version-1 documents), with `axis: 1` on
   higher ranks.
 - `native_batch_norm_backward`: train=True -> BatchNormTrainingBackward* from the saved statistics;
-  train=False -> BatchNormInferenceBackward*, `axis` as in the forward.
+  train=False -> BatchNormInferenceBackward*, `axis` as in the forward. `batch_norm_backward` (the
+  backward of `_batch_norm_with_update`) is the same with `update` as train, `save_var` as the saved invstd.
 - RMS norm: torch 2.13 under AOTAutograd emits `F.rms_norm` as primitives (pow, mean, rsqrt, mul) on
   CPU, not `_fused_rms_norm`, so there is nothing to map; the RmsNorm ops are for graphs written in the
   format.
@@ -29,7 +30,7 @@ from typing import Any
 import torch
 
 from .registry import handles
-from .context import Context, Empty
+from .context import Context, Empty, workspace
 
 
 def _dtype(ctx: Context, *args: Any) -> str:
@@ -124,7 +125,9 @@ def _running(ctx: Context, running: Any, batch: int, momentum: float, index: int
     return ctx.cast(ctx.add("Binary", (old, new), {"op": "Add"}), rdt)
 
 
-def _bn_training(ctx: Context, a: dict[str, Any], functional: bool) -> tuple[Any, ...]:
+def _bn_training(ctx: Context, a: dict[str, Any], functional: bool, running: tuple[int, int] = (3, 4)) -> tuple[Any, ...]:
+    """BatchNormTraining and its saved statistics; `functional`: also the updated running statistics, the
+    results at `running`."""
     x0 = ctx.t(a["input"])
     c, others = _channels(ctx, x0)
     dt = _dtype(ctx, a["input"], a["weight"], a["bias"])
@@ -145,15 +148,15 @@ def _bn_training(ctx: Context, a: dict[str, Any], functional: bool) -> tuple[Any
         raise ctx.refuse(f"training-mode batch norm over {n} value per channel (the unbiased variance needs 2)")
     # in float32 for half precision, rounded once into each buffer's dtype (eager's CPU kernel: a half
     # constant n / (n - 1) and half intermediates would round several times, 4/3 to 1.3359375 in bf16)
-    sdt = _stats_dtype(dt, ctx.out(3)[1], ctx.out(4)[1])
+    sdt = _stats_dtype(dt, ctx.out(running[0])[1], ctx.out(running[1])[1])
     xs = ctx.cast(x, sdt)
     smean = ctx.add("Reduce", (xs,), {"op": "Mean", "axes": others})
     cshape = [c] + [1] * (len(ctx.shape(x)) - 2)
     d = ctx.add("Binary", (xs, ctx.add("Reshape", (smean,), {"shape": cshape})), {"op": "Sub"})
     var = ctx.add("Reduce", (ctx.add("Binary", (d, d), {"op": "Mul"}),), {"op": "Mean", "axes": others})
     unbiased = ctx.add("Binary", (var, ctx.const(n / (n - 1), sdt)), {"op": "Mul"})
-    out.append(_running(ctx, a["running_mean"], smean, float(momentum), 3))
-    out.append(_running(ctx, a["running_var"], unbiased, float(momentum), 4))
+    out.append(_running(ctx, a["running_mean"], smean, float(momentum), running[0]))
+    out.append(_running(ctx, a["running_var"], unbiased, float(momentum), running[1]))
     return tuple(out)
 
 
@@ -194,6 +197,18 @@ def _bn_functional(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
     return _bn_training(ctx, a, True)
 
 
+@handles("_batch_norm_with_update_functional.default")
+def _bn_with_update(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
+    """Training mode: (y, saved mean, saved invstd, reserve, running mean, running var); the reserve is
+    cuDNN's workspace, empty on the CPU (and read by nothing but batch_norm_backward, which ignores it)."""
+    assert ctx.node is not None
+    reserve = workspace(ctx.val(ctx.node)[3])
+    if reserve is None:
+        raise ctx.refuse("batch norm with a reserve that is not an empty uint8 workspace")
+    y, mean, invstd, rm, rv = _bn_training(ctx, a, True, running=(4, 5))
+    return y, mean, invstd, reserve, rm, rv
+
+
 @handles("_native_batch_norm_legit.no_stats")
 def _bn_no_stats(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
     if not a["training"]:
@@ -204,6 +219,14 @@ def _bn_no_stats(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
 @handles("_native_batch_norm_legit_no_training.default")
 def _bn_no_training(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
     return _bn_eval(ctx, a)
+
+
+@handles("batch_norm_backward.default")
+def _bn_backward_new(ctx: Context, a: dict[str, Any]) -> tuple[Any, ...]:
+    """The backward of `_batch_norm_with_update` (and `_no_update`): native_batch_norm_backward with
+    `update` as `train` and `save_var` holding the saved invstd, as aten's CPU kernel takes them; the
+    reserve is ignored."""
+    return _bn_backward(ctx, {**a, "train": a["update"], "save_invstd": a["save_var"]})
 
 
 @handles("native_batch_norm_backward.default")

@@ -21,11 +21,25 @@ MAX_CONSTANT_ELEMENTS = 1 << 16  # a get_attr tensor larger than this is refused
 
 
 class Empty:
-    """A value the importer does not compute: a fresh empty tensor (eval-mode batch norm's statistics)."""
+    """A value the importer does not compute: a fresh empty tensor (eval-mode batch norm's statistics).
+    `dtype` is a format dtype or WORKSPACE, the uint8 of an empty workspace no format op reads (batch
+    norm's reserve)."""
 
     def __init__(self, shape: tuple[int, ...], dtype: str) -> None:
         self.shape = shape
         self.dtype = dtype
+
+
+WORKSPACE = "u8"
+
+
+def workspace(value: Any) -> Empty | None:
+    """An empty uint8 tensor (batch norm's reserve, which `_batch_norm_with_update` returns and
+    `batch_norm_backward` ignores) as an Empty: the format has no uint8, and no op of it reads one."""
+    if isinstance(value, torch.Tensor) and value.dtype == torch.uint8 and value.numel() == 0 \
+            and all(isinstance(d, int) for d in value.shape):
+        return Empty(tuple(value.shape), WORKSPACE)
+    return None
 
 
 Value = Any  # int (a node id) | Empty | tuple[Value, ...] | None

@@ -23,7 +23,7 @@ import torch.fx as fx
 from ..document import validated
 from ..graph import Graph
 from .common import Imported, Signature, Slot
-from .context import Context, Empty
+from .context import Context, Empty, workspace
 from .mappings import HANDLERS, get_attr
 
 
@@ -88,6 +88,9 @@ def import_fx_graph(graph: fx.Graph, root: torch.nn.Module, name: str | None = N
                 if any(u.op != "output" for u in node.users):
                     raise ctx.refuse(f"placeholder of type {type(val).__name__} (only tensors are mapped)")
                 ctx.env[node] = None
+                continue
+            if (empty := workspace(val)) is not None:  # read by no format op: no Input for it
+                ctx.env[node] = empty
                 continue
             shape, dtype = ctx.meta_of(val)
             ctx.env[node] = ctx.b.add("Input", (), {"name": node.name}, shape, dtype)

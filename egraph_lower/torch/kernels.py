@@ -255,9 +255,9 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
 
 def empty(like: Tensor | None, shape: Sequence[int], dtype: str) -> Tensor:
-    """A fresh empty tensor (on the device of `like`)."""
+    """A fresh empty tensor (on the device of `like`); dtype "u8": an empty workspace (context.WORKSPACE)."""
     device = like.device if like is not None else None
-    return torch.empty(tuple(shape), dtype=_dtype(dtype), device=device)
+    return torch.empty(tuple(shape), dtype=torch.uint8 if dtype == "u8" else _dtype(dtype), device=device)
 
 
 # each op's function, as its declaration names it (`OpDef.torch`)
