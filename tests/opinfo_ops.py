@@ -75,3 +75,5 @@ from opinfo_dist import ENTRIES as _dist  # noqa: E402
 OPINFO_BACKWARD.update(_dist)
 from opinfo_frac import ENTRIES as _frac  # noqa: E402
 OPINFO_BACKWARD.update(_frac)
+from opinfo_bag import ENTRIES as _bag  # noqa: E402
+OPINFO_BACKWARD.update(_bag)

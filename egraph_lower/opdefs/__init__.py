@@ -36,6 +36,7 @@ from . import views
 from . import strided
 from . import blas
 from . import fractional_pool
+from . import bag
 from .base import Ctor, Head, OpDef
 
 
@@ -82,7 +83,8 @@ FAMILIES = (leaves.OPS, (activation.ACTIVATION,), elementwise.OPS, layout.OPS, r
             strided.OPS,
             blas.OPS,
             distance.DIST_OPS,
-            fractional_pool.OPS)
+            fractional_pool.OPS,
+            bag.OPS)
 OPDEFS: dict[str, OpDef] = register(d for family in FAMILIES for d in family)
 CTORS: dict[str, Ctor] = {c.name: c for d in OPDEFS.values() for c in d.ctors}
 HEADS: dict[str, tuple[Ctor, Head]] = {h.spelling: (c, h) for c in CTORS.values() for h in c.heads}

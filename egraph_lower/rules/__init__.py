@@ -31,6 +31,7 @@ from . import views
 from . import strided
 from . import blas
 from . import fractional_pool
+from . import bag
 from .dsl import Rule
 
 ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RULES + softmax.RULES + mse.RULES
@@ -54,7 +55,8 @@ ALL_RULES: tuple[Rule, ...] = (activations.RULES + batchnorm.RULES + forward.RUL
                                + views.RULES
                                + strided.RULES
                                + blas.RULES
-                               + fractional_pool.RULES)
+                               + fractional_pool.RULES
+                               + bag.RULES)
 
 
 def _check_unique(rules: Iterable[Rule]) -> None:

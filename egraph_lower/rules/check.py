@@ -73,7 +73,8 @@ _APPROX = {"erf-lower": ERF_MAX_ABS_ERROR, "atan-lower": ATAN_MAX_ABS_ERROR, "er
 
 # the accumulating index ops: their value is x plus sums of values; the scale is the op applied to the
 # magnitudes of its float inputs (the indices as they are), the condition of those sums
-_ACCUMULATING = frozenset({"ScatterAddAt", "IndexPut", "IndexPut2", "IndexPut3", "ScatterReduce", "Scan"})
+_ACCUMULATING = frozenset({"ScatterAddAt", "IndexPut", "IndexPut2", "IndexPut3", "ScatterReduce", "Scan",
+                           "EmbeddingBag", "EmbeddingBagBwd", "EmbeddingBagMaxBwd", "EmbeddingBagPswBwd"})
 # ops whose value is a sum of terms dy * (a weight >= 0): their scale is the op applied to |dy|
 _LINEAR_IN_DY = frozenset({"MaxPool2dBackward", "AvgPool2dBackward", "AdaptiveAvgPool2dBackward",
                            "AdaptiveMaxPool2dBackward", "MaxPool3dBackward", "AvgPool3dBackward",

@@ -75,6 +75,9 @@ from .kernels_blas import addbmm, addmv
 from .kernels_views import diagonal, diagonal_backward, diagonal_scatter, repeat, select_scatter
 from .kernels_pool import (fractional_max_pool2d, fractional_max_pool2d_indices, fractional_max_pool3d,
                            fractional_max_pool3d_indices, fractional_pool_index)
+from .kernels_bag import (embedding_bag, embedding_bag_backward, embedding_bag_max_backward,
+                          embedding_bag_max_indices, embedding_bag_offset2bag, embedding_bag_psw_backward,
+                          embedding_bag_size)
 
 # every op's function (those imported above included: `KERNELS` and `OpDef.torch` name them here)
 __all__ = ["KERNELS", "VIEWS", "TorchOps", "activation", "activation_backward", "adaptive_avg_pool2d",
@@ -130,6 +133,8 @@ __all__ += ["addbmm", "addmv", "cdist", "cdist_backward", "dist", "pdist", "pdis
 __all__ += ["diagonal", "diagonal_scatter", "diagonal_backward", "select_scatter", "repeat"]
 __all__ += ["fractional_max_pool2d", "fractional_max_pool2d_indices", "fractional_max_pool3d",
             "fractional_max_pool3d_indices", "fractional_pool_index"]
+__all__ += ["embedding_bag", "embedding_bag_backward", "embedding_bag_max_backward", "embedding_bag_max_indices",
+            "embedding_bag_offset2bag", "embedding_bag_psw_backward", "embedding_bag_size"]
 
 
 def _dtype(name: str) -> torch.dtype:

@@ -21,6 +21,7 @@ from . import aten_views
 from . import aten_strided
 from . import aten_blas
 from . import aten_fractional
+from . import aten_bag
 from .registry import HANDLERS
 
 get_attr = aten.get_attr
@@ -39,4 +40,5 @@ FAMILIES = (aten_acts, aten_attention, aten_conv, aten_index, aten_masks, aten_n
             aten_views,
             aten_strided,
             aten_blas,
-            aten_fractional)  # registered by importing them
+            aten_fractional,
+            aten_bag)  # registered by importing them

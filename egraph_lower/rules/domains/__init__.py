@@ -41,6 +41,7 @@ from .views import views_domain
 from .strided import strided_domain
 from .blas import BLAS_SCALES, blas_domain
 from .fractional import fractional_domain
+from .bag import bag_domain
 
 __all__ = ["BN_EPS", "DOMAINS", "DTYPES", "EPS", "FLOOR", "MAX", "PARAM_SAMPLES", "SCALES", "TINY", "UNDERFLOW_X",
            "Env", "domain", "lhs_ctor", "lhs_kind", "round_to", "x_domain"]
@@ -82,6 +83,7 @@ DOMAINS: dict[str, Callable[[Rule, str], Env | list[Env]]] = {
     "strided": strided_domain,
     "blas": blas_domain,
     "fractional": fractional_domain,
+    "bag": bag_domain,
 }
 
 # The error scale of a rule by its lhs constructor, where an error relative to |result| alone would be
