@@ -314,11 +314,8 @@ def test_safe_softmax_lowers_on_every_backend(backend: str) -> None:
     assert_lowering_matches(graph, result.graph, feeds)
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_a_backward_graph_recomputes_the_probabilities_from_the_saved_lse(causal: bool) -> None:
-    # torch's backward graph gets out and lse as inputs: on wgpu (no Softmax kernel) P = e / sum(e),
-    # e = exp(t - lse), needs no maximum: its row sum and the softmax backward's are the only reductions
-    # (metal may take its Softmax kernel and a maximum instead: two reductions too)
+def _backward_graph(causal: bool) -> el.Graph:
+    """The three attention backward ops of one q, k, v, mask, out, lse and dy (torch's backward graph)."""
     b = GraphBuilder("attention_backward")
     q, k = b.input("q", [2, 2, 4, 3]), b.input("k", [2, 2, 6, 3])
     v, dy = b.input("v", [2, 2, 6, 5]), b.input("dy", [2, 2, 4, 5])
@@ -326,15 +323,29 @@ def test_a_backward_graph_recomputes_the_probabilities_from_the_saved_lse(causal
     graph = b.build([b.op("AttentionBackwardQuery", q, k, v, mask, out, lse, dy, causal=causal),
                      b.op("AttentionBackwardKey", q, k, v, mask, out, lse, dy, causal=causal),
                      b.op("AttentionBackwardValue", q, k, mask, lse, dy, causal=causal)])
-    lowered = el.lower(graph, "wgpu").graph
-    assert [n.attrs["op"] for n in lowered.nodes if n.op == "Reduce"] == ["Sum", "Sum"]
-    assert len([n for n in el.lower(graph, "metal").graph.nodes if n.op == "Reduce"]) == 2
+    return graph
+
+
+def _backward_feeds(graph: el.Graph, causal: bool) -> dict[str, np.ndarray]:
+    """Feeds of `_backward_graph`, out and lse as the forward gives them (the backward ops' contract)."""
     feeds = step_feeds(graph)
-    # out and lse as the forward gives them (the backward ops' contract)
     fwd = {"causal": causal}
     args = [feeds[n].astype(np.float64) for n in ("q", "k", "v", "mask")]
     feeds["out"] = f64("Attention", fwd, *args).astype(np.float32)
     feeds["lse"] = f64("AttentionLogSumExp", fwd, args[0], args[1], args[3]).astype(np.float32)
+    return feeds
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_backward_graph_recomputes_the_probabilities_from_the_saved_lse(causal: bool) -> None:
+    # torch's backward graph gets out and lse as inputs: on wgpu (no Softmax kernel) P = e / sum(e),
+    # e = exp(t - lse), needs no maximum: its row sum and the softmax backward's are the only reductions
+    # (metal may take its Softmax kernel and a maximum instead: two reductions too)
+    graph = _backward_graph(causal)
+    lowered = el.lower(graph, "wgpu").graph
+    assert [n.attrs["op"] for n in lowered.nodes if n.op == "Reduce"] == ["Sum", "Sum"]
+    assert len([n for n in el.lower(graph, "metal").graph.nodes if n.op == "Reduce"]) == 2
+    feeds = _backward_feeds(graph, causal)
     assert_lowering_matches(graph, lowered, feeds)
 
 
@@ -344,19 +355,10 @@ def test_the_lowered_backward_is_blind_to_the_rounding_of_the_saved_lse(causal: 
     # are), which scales a whole row of exp(t - lse): the lse form divides by the row's sum, so the
     # gradients taken with lse and with lse shifted by 1e-3 agree to float32's rounding (P = exp(t - lse)
     # alone gave results 1e-3 apart: dq 2.6x eager's error from float64 on that OpInfo sample)
-    b = GraphBuilder("attention_backward")
-    q, k = b.input("q", [2, 2, 4, 3]), b.input("k", [2, 2, 6, 3])
-    v, dy = b.input("v", [2, 2, 6, 5]), b.input("dy", [2, 2, 4, 5])
-    mask, out, lse = b.input("mask", [4, 6]), b.input("out", [2, 2, 4, 5]), b.input("lse", [2, 2, 4])
-    graph = b.build([b.op("AttentionBackwardQuery", q, k, v, mask, out, lse, dy, causal=causal),
-                     b.op("AttentionBackwardKey", q, k, v, mask, out, lse, dy, causal=causal),
-                     b.op("AttentionBackwardValue", q, k, mask, lse, dy, causal=causal)])
+    graph = _backward_graph(causal)
     lowered = el.lower(graph, "wgpu").graph
     assert not any(n.op == "Reduce" and n.attrs["op"] == "Max" for n in lowered.nodes)  # the lse form
-    feeds = step_feeds(graph)
-    args = [feeds[n].astype(np.float64) for n in ("q", "k", "v", "mask")]
-    feeds["out"] = f64("Attention", {"causal": causal}, *args).astype(np.float32)
-    feeds["lse"] = f64("AttentionLogSumExp", {"causal": causal}, args[0], args[1], args[3]).astype(np.float32)
+    feeds = _backward_feeds(graph, causal)
     shifted = dict(feeds, lse=(feeds["lse"] + np.float32(1e-3)).astype(np.float32))
     for a, b_ in zip(evaluate(lowered, feeds), evaluate(lowered, shifted)):
         np.testing.assert_allclose(b_, a, rtol=1e-5, atol=1e-6)

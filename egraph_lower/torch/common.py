@@ -20,6 +20,8 @@ TORCH_TO_FORMAT: dict[torch.dtype, str] = {
     torch.bool: "bool",
 }
 FORMAT_TO_TORCH: dict[str, torch.dtype] = {v: k for k, v in TORCH_TO_FORMAT.items()}
+# the dtype of an empty workspace no format op reads (batch norm's reserve): uint8, which the format lacks
+WORKSPACE = "u8"
 
 
 class UnsupportedOp(LowerError):

@@ -15,7 +15,7 @@ import torch.fx as fx
 from ..build import GraphBuilder
 from ..dtypes import INT_DTYPES, round_to
 from ..errors import GraphError
-from .common import Mask, UnsupportedOp, format_dtype
+from .common import WORKSPACE, Mask, UnsupportedOp, format_dtype
 
 MAX_CONSTANT_ELEMENTS = 1 << 16  # a get_attr tensor larger than this is refused (it would bloat the JSON)
 
@@ -28,9 +28,6 @@ class Empty:
     def __init__(self, shape: tuple[int, ...], dtype: str) -> None:
         self.shape = shape
         self.dtype = dtype
-
-
-WORKSPACE = "u8"
 
 
 def workspace(value: Any) -> Empty | None:

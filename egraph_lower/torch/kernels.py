@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from ..opdefs import OPDEFS
-from .common import FORMAT_TO_TORCH
+from .common import FORMAT_TO_TORCH, WORKSPACE
 from .kernels_half import in_float32
 from .kernels_acts import TorchOps, activation, activation_backward, relu_backward
 from .kernels_attention import (attention, attention_backward_key, attention_backward_query, attention_backward_value,
@@ -263,9 +263,9 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
 
 def empty(like: Tensor | None, shape: Sequence[int], dtype: str) -> Tensor:
-    """A fresh empty tensor (on the device of `like`); dtype "u8": an empty workspace (context.WORKSPACE)."""
+    """A fresh empty tensor (on the device of `like`); dtype WORKSPACE: an empty uint8 workspace."""
     device = like.device if like is not None else None
-    return torch.empty(tuple(shape), dtype=torch.uint8 if dtype == "u8" else _dtype(dtype), device=device)
+    return torch.empty(tuple(shape), dtype=torch.uint8 if dtype == WORKSPACE else _dtype(dtype), device=device)
 
 
 # each op's function, as its declaration names it (`OpDef.torch`)
