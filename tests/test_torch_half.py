@@ -170,6 +170,22 @@ def test_dropout_backward_is_no_worse_than_eager(dtype: Any, target: str) -> Non
 
 @pytest.mark.parametrize("target", ["metal", "wgpu"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("training", [False, True])
+def test_rrelu_backward_is_no_worse_than_eager(training: bool, dtype: Any, target: str) -> None:
+    # eval: leaky_relu's backward at slope (lower + upper) / 2; training: dy times the drawn slopes
+    torch.manual_seed(0)
+    x = _samples("nn.functional.rrelu", False, dtype)
+    dy = torch.randn(x.shape).to(dtype)
+    noise = torch.where(x > 0, 1.0, torch.rand(x.shape) * 0.3 + 0.1).to(dtype)
+
+    def rrelu_grad(dy: Any, x: Any, noise: Any) -> Any:
+        return (A.rrelu_with_noise_backward(dy, x, noise, 0.1, 0.4, training, False),)
+
+    _check(f"rrelu_with_noise_backward training={training}", rrelu_grad, dtype, target, dy, x, noise)
+
+
+@pytest.mark.parametrize("target", ["metal", "wgpu"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_backward_is_no_worse_than_eager(causal: bool, dtype: Any, target: str) -> None:
     # torch's CPU flash kernel forward and backward (what F.scaled_dot_product_attention traces to), the
@@ -189,6 +205,8 @@ def test_attention_backward_is_no_worse_than_eager(causal: bool, dtype: Any, tar
 NOT_COVERED = {
     "select_backward": "data movement only (dy placed into zeros: exact in every dtype); the OpInfo samples return views,"
                        " whose gradient AOTAutograd computes outside the compiled graph",
+    "_upsample_bicubic2d_aa_backward": "aten has no f16/bf16 antialiased kernel on CPU, so eager cannot run it in half"
+                                       " precision (f32 and f64 against aten in tests/test_torch_resample.py)",
     "reflection_pad2d_backward": "the OpInfo samples tests/test_torch_opinfo.py takes pad 1-D and 3-D: compared in"
                                  " f16 and bf16 against eager in tests/test_pad.py",
 }
@@ -203,7 +221,8 @@ NOT_COVERED.update({name: "tests/test_torch_resample.py" for name in (
 def test_every_mapped_backward_op_is_compared_against_eager_in_half_precision() -> None:
     mapped = {k.split(".")[1] for k in HANDLERS if "backward" in k}
     here = {grad.__code__.co_names[-1] for _, grad in BACKWARD.values()} | {
-        "threshold_backward", "native_dropout_backward", "_scaled_dot_product_flash_attention_for_cpu_backward"}
+        "threshold_backward", "native_dropout_backward", "rrelu_with_noise_backward",
+        "_scaled_dot_product_flash_attention_for_cpu_backward"}
     on_opinfo_samples = {op for ops in OPINFO_BACKWARD.values() for op in ops}
     assert mapped - here - on_opinfo_samples == set(NOT_COVERED), "update NOT_COVERED"
 

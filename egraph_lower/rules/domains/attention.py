@@ -16,12 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..dsl import App, Rule
-from .base import DY, MAX, Env, round_to
-
-# The largest sum of |q_e k_e| scale + |mask| of the attention domain's kept, finite scores t (the
-# rounding of t moves exp(t - max) by a relative 0.5 eps |t|, so the rules' error grows with it).
-ATTN_LOGIT_MAX = 64.0
-
+from .base import ATTN_LOGIT_MAX, DY, MAX, Env, round_to
 
 def _attention_env(dtype: str, rows: int, cols: int, seed: int) -> Env:
     """One environment of the attention domain: q [2, rows, 4], k [2, cols, 4], v [2, cols, 3], mask

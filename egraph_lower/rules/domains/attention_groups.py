@@ -19,8 +19,7 @@ import math
 import numpy as np
 
 from ..dsl import App, Rule
-from .attention import ATTN_LOGIT_MAX
-from .base import DY, MAX, Env, bound_fields, round_to
+from .base import ATTN_LOGIT_MAX, DY, MAX, Env, bound_fields, round_to
 
 _OPS = {"AttentionGqa": "Attention", "AttnLseGqa": "AttentionLogSumExp", "AttnBwdQueryGqa": "AttentionBackwardQuery",
         "AttnBwdKeyGqa": "AttentionBackwardKey", "AttnBwdValueGqa": "AttentionBackwardValue"}

@@ -33,6 +33,9 @@ FLOOR: dict[str, float] = {d: TINY[d] * UNDERFLOW_X[d] for d in TINY}
 MAX: dict[str, float] = {"f64": float(np.finfo(np.float64).max), "f32": float(np.finfo(np.float32).max),
                          "f16": 65504.0, "bf16": 3.3895313892515355e38}
 BN_EPS = 1e-5
+# The largest sum of |q_e k_e| scale + |mask| of the attention domains' kept, finite scores t (the
+# rounding of t moves exp(t - max) by a relative 0.5 eps |t|, so the rules' error grows with it).
+ATTN_LOGIT_MAX = 64.0
 
 
 def round_to(values: np.ndarray, dtype: str) -> np.ndarray:
