@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from common import cpu_seconds  # noqa: E402
 from opinfo_run import OUTCOMES, Result  # noqa: E402
+from opinfo_reasons import REASONS  # noqa: E402
 
 TARGETS = ("metal", "wgpu")
 DTYPES = ("f32", "f64", "bf16", "f16")
@@ -158,6 +159,12 @@ def report(results: list[dict[str, Any]], n_entries: int, top: int, out: TextIO,
             names = sorted(es)
             more = f", ... (+{len(names) - 6})" if len(names) > 6 else ""
             print(f"  {len(es):4}  {op}: {', '.join(names[:6])}{more}", file=out)
+    left = sorted({r["entry"] for r in results if r["outcome"] == "left in PyTorch"})
+    if left:
+        unexplained = [e for e in left if e not in REASONS]
+        print(f"\nEntries left in PyTorch: {len(left) - len(unexplained)} that no lowering can cover (why: "
+              f"bench/opinfo_reasons.py), {len(unexplained)} still to do"
+              + (f": {', '.join(unexplained)}" if unexplained else ""), file=out)
     for outcome in ("wrong gradient", "raised"):
         bad = [r for r in results if r["outcome"] == outcome]
         if bad:
