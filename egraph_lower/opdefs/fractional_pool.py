@@ -42,9 +42,9 @@ from ..arrays import Args, Attrs, _f, _round_float
 from ..dtypes import FLOAT_DTYPES, from_numpy, round_float
 from .base import F64, I64, STRING, WHOLE, Attr, Ctor, Field, Meta, OpDef, head, ints, ints_text
 from .meta import attr_check, is_int, is_int_list, show_shape
+from .pool import float_input
 
 _COLUMN = {2: (1, 0), 3: (0, 1, 2)}  # the sample column of each spatial axis
-_LAYOUT = {2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
 _COUNT = {2: "two", 3: "three"}
 # the ops whose arithmetic is in their inputs' dtype (egraph/load.py, rules/check.py)
 ARITHMETIC_IN_DTYPE: frozenset[str] = frozenset(f"FractionalMaxPool{nd}d{s}" for nd in (2, 3) for s in ("", "Indices"))
@@ -110,10 +110,7 @@ def pool(attrs: Mapping[str, Any], x: np.ndarray, samples: np.ndarray) -> tuple[
 def _infer(nd: int, indices: bool) -> Any:
     def infer(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
         (shape, dt), (sshape, sdt) = ins
-        if len(shape) != nd + 2:
-            raise ValueError(f"x {show_shape(shape)} is not of rank {nd + 2} {_LAYOUT[nd]}")
-        if dt is not None and dt not in FLOAT_DTYPES:
-            raise ValueError(f"x needs a float dtype, got {dt}")
+        float_input(ins[0], nd)
         if dt is not None and sdt is not None and sdt != dt:
             raise ValueError(f"samples must be of x's dtype {dt}, got {sdt}")
         if tuple(sshape) != (*shape[:2], nd):

@@ -92,7 +92,8 @@ def _avg_attrs(nd: int) -> tuple[Attr, ...]:
     return (_list("kernel", 1, nd), _list("stride", 1, nd), _list("padding", 0, nd), _CEIL, _INCLUDE, _DIVISOR)
 
 
-def _float_input(meta: Meta, nd: int, what: str = "x") -> tuple[int, ...]:
+def float_input(meta: Meta, nd: int, what: str = "x") -> tuple[int, ...]:
+    """The shape of a pooling op's float input of rank nd + 2 (N, C, spatial...); a ValueError naming it else."""
     shape, dt = meta
     if len(shape) != nd + 2:
         raise ValueError(f"{what} {show_shape(shape)} is not of rank {nd + 2} {_LAYOUT[nd]}")
@@ -127,28 +128,28 @@ class _Infer:
         self.nd = nd
 
     def max(self, attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-        return _max_out(attrs, _float_input(ins[0], self.nd)), ins[0][1]
+        return _max_out(attrs, float_input(ins[0], self.nd)), ins[0][1]
 
     def max_indices(self, attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-        return _max_out(attrs, _float_input(ins[0], self.nd)), "i64"
+        return _max_out(attrs, float_input(ins[0], self.nd)), "i64"
 
     def max_bwd(self, attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
         shape = tuple(attrs["input_shape"])
         want = _max_out(attrs, shape)
-        _expect(_float_input(ins[0], self.nd, "dy"), want, "dy")
+        _expect(float_input(ins[0], self.nd, "dy"), want, "dy")
         _indices_meta(ins[1], want)
         return shape, ins[0][1]
 
     def avg(self, attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-        return _avg_out(attrs, _float_input(ins[0], self.nd)), ins[0][1]
+        return _avg_out(attrs, float_input(ins[0], self.nd)), ins[0][1]
 
     def avg_bwd(self, attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
         shape = tuple(attrs["input_shape"])
-        _expect(_float_input(ins[0], self.nd, "dy"), _avg_out(attrs, shape), "dy")
+        _expect(float_input(ins[0], self.nd, "dy"), _avg_out(attrs, shape), "dy")
         return shape, ins[0][1]
 
     def adaptive(self, attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-        shape = _float_input(ins[0], self.nd)
+        shape = float_input(ins[0], self.nd)
         if min(shape[2:]) < 1:
             raise ValueError(f"x {show_shape(shape)} has an empty spatial axis")
         return tuple(shape[:2]) + tuple(attrs["output_size"]), ins[0][1]
@@ -158,7 +159,7 @@ class _Infer:
 
     def adaptive_bwd(self, attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
         shape = tuple(attrs["input_shape"])
-        dy = _float_input(ins[0], self.nd, "dy")
+        dy = float_input(ins[0], self.nd, "dy")
         if tuple(dy[:2]) != shape[:2] or min(shape[2:]) < 1:
             raise ValueError(f"dy {show_shape(dy)} does not match input_shape {show_shape(shape)}")
         return shape, ins[0][1]
@@ -183,14 +184,14 @@ def _infer_onehot(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
 
 
 def _infer_weights(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    dy = _float_input(ins[0], _helper_rank(attrs), "dy")
+    dy = float_input(ins[0], _helper_rank(attrs), "dy")
     _expect(dy, _avg_out(attrs, tuple(attrs["input_shape"])), "dy")
     axis = attrs["axis"]
     return (dy[2 + axis], attrs["input_shape"][2 + axis]), ins[0][1]
 
 
 def _infer_adaptive_weights(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
-    dy = _float_input(ins[0], _helper_rank(attrs), "dy")
+    dy = float_input(ins[0], _helper_rank(attrs), "dy")
     axis = attrs["axis"]
     return (dy[2 + axis], attrs["input_shape"][2 + axis]), ins[0][1]
 

@@ -21,12 +21,10 @@ from typing import Any
 import numpy as np
 
 from ..arrays import Args, Attrs, _f, _round_float
-from ..dtypes import FLOAT_DTYPES
 from ..errors import LowerError
 from .base import I64, INPUTS, STRING, Attr, Ctor, Field, Meta, OpDef, WHOLE, head, ints, ints_text
 from .meta import attr_check, is_int_list, show_shape
-
-_LAYOUT = {2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
+from .pool import float_input
 
 
 def _size(nd: int) -> Attr:
@@ -38,10 +36,7 @@ def _size(nd: int) -> Attr:
 def _infer(nd: int) -> Any:
     def infer(attrs: Mapping[str, Any], ins: Sequence[Meta]) -> Meta:
         (shape, dt), (ishape, idt) = ins
-        if len(shape) != nd + 2:
-            raise ValueError(f"x {show_shape(shape)} is not of rank {nd + 2} {_LAYOUT[nd]}")
-        if dt is not None and dt not in FLOAT_DTYPES:
-            raise ValueError(f"x needs a float dtype, got {dt}")
+        float_input(ins[0], nd)
         if idt is not None and idt != "i64":
             raise ValueError(f"indices must be i64, got {idt}")
         if tuple(ishape) != tuple(shape):
