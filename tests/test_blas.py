@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any
 
 import numpy as np
 import pytest
@@ -19,11 +18,11 @@ from egraph_lower.validate import check_attrs, infer
 
 torch = pytest.importorskip("torch")
 
-import egraph_lower.torch as elt  # noqa: E402
 from egraph_lower.torch import kernels as K  # noqa: E402
 
 sys.path.insert(0, "tests")
 from support import assert_lowering_matches  # noqa: E402
+from torch_steps import compiled_matches  # noqa: E402
 
 SCALARS = ((1.0, 1.0), (2.0, 0.5), (-3.0, 0.0), (0.0, 1.0))
 BACKENDS = ("cpu", "mlx", "metal", "tpu", "wgpu")
@@ -103,25 +102,11 @@ def test_lowers_on_every_backend(backend: str, alpha: float, beta: float) -> Non
     assert_lowering_matches(graph, result.graph, feeds)
 
 
-def _compiled_matches(f: Any, *args: Any, target: str) -> None:
-    torch._dynamo.reset()
-    be = elt.backend(target, strict=True)
-    leaves = [a.detach().clone().requires_grad_(True) for a in args]
-    got = torch.compile(f, backend=be, dynamic=False)(*leaves)
-    want_leaves = [a.detach().clone().requires_grad_(True) for a in args]
-    want = f(*want_leaves)
-    torch.testing.assert_close(got, want)
-    dy = torch.linspace(-1.5, 2.0, want.numel(), dtype=want.dtype).reshape(want.shape)
-    for a, b in zip(torch.autograd.grad(got, leaves, dy), torch.autograd.grad(want, want_leaves, dy)):
-        torch.testing.assert_close(a, b)
-    assert be.unlowered_ops == {}, be.summary()
-
-
 @pytest.mark.parametrize("target", ["metal", "wgpu"])
 def test_addmv_addbmm_through_the_backend(target: str) -> None:
     g = torch.Generator().manual_seed(5)
     c, mat, vec = torch.randn(4, generator=g), torch.randn(4, 3, generator=g), torch.randn(3, generator=g)
-    _compiled_matches(lambda s, m, v: torch.addmv(s, m, v, beta=0.5, alpha=2.0), c, mat, vec, target=target)
+    compiled_matches(lambda s, m, v: torch.addmv(s, m, v, beta=0.5, alpha=2.0), c, mat, vec, target=target)
     c2, b1, b2 = torch.randn(1, 2, generator=g), torch.randn(3, 4, 5, generator=g), torch.randn(3, 5, 2, generator=g)
-    _compiled_matches(lambda s, x, y: torch.addbmm(s, x, y, beta=-1.0, alpha=0.25), c2, b1, b2, target=target)
-    _compiled_matches(lambda s, x, y: torch.addbmm(s, x, y, beta=0), c2, b1, b2, target=target)
+    compiled_matches(lambda s, x, y: torch.addbmm(s, x, y, beta=-1.0, alpha=0.25), c2, b1, b2, target=target)
+    compiled_matches(lambda s, x, y: torch.addbmm(s, x, y, beta=0), c2, b1, b2, target=target)

@@ -23,6 +23,7 @@ from egraph_lower.torch import kernels as K  # noqa: E402
 
 sys.path.insert(0, "tests")
 from support import assert_lowering_matches  # noqa: E402
+from torch_steps import compiled_matches  # noqa: E402
 
 NAN, INF = float("nan"), float("inf")
 ROWS = np.array([[1.0, 3.0, -3.0, -2.0, 3.0], [0.0, -0.0, -1.0, -0.0, 0.0], [0.0] * 5, [NAN, 1.0, 5.0, 0.0, 2.0],
@@ -70,22 +71,7 @@ def test_vector_norm_lowers_on_every_backend(ord: Any, backend: str) -> None:
 
 
 def _compiled_matches(f: Any, *args: Any, target: str = "wgpu", grad: bool = True) -> None:
-    torch._dynamo.reset()
-    be = elt.backend(target, strict=True)
-    leaves = [a.detach().clone().requires_grad_(grad) for a in args]
-    got = torch.compile(f, backend=be, dynamic=False)(*leaves)
-    want_leaves = [a.detach().clone().requires_grad_(grad) for a in args]
-    want = f(*want_leaves)
-    torch.testing.assert_close(got, want, equal_nan=True)
-    if grad:
-        dy = torch.linspace(-1.5, 2.0, want.numel(), dtype=want.dtype).reshape(want.shape)
-        g_got = torch.autograd.grad(got, leaves, dy, allow_unused=True)
-        g_want = torch.autograd.grad(want, want_leaves, dy, allow_unused=True)
-        for a, b in zip(g_got, g_want):
-            if b is None:
-                continue
-            torch.testing.assert_close(a, b, equal_nan=True)
-    assert be.unlowered_ops == {}, be.summary()
+    compiled_matches(f, *args, target=target, grad=grad, equal_nan=True, allow_unused=True)
 
 
 @pytest.mark.parametrize("target", ["metal", "wgpu"])

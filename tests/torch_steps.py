@@ -52,3 +52,24 @@ def train_like_eager(eager: nn.Module, make_step: Callable[[nn.Module], Callable
             torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
     assert be.unlowered_ops == {}, be.summary()
     return be, record, compiled
+
+
+def compiled_matches(f: Callable[..., Any], *args: Any, target: str, grad: bool = True, equal_nan: bool = False,
+                     allow_unused: bool = False) -> None:
+    """f compiled for `target` gives eager's value and (with `grad`) eager's gradients for a fixed dy,
+    with nothing left in PyTorch; `allow_unused` skips the arguments eager's gradient does not reach."""
+    torch._dynamo.reset()
+    be = elt.backend(target, strict=True)
+    leaves = [a.detach().clone().requires_grad_(grad) for a in args]
+    got = torch.compile(f, backend=be, dynamic=False)(*leaves)
+    want_leaves = [a.detach().clone().requires_grad_(grad) for a in args]
+    want = f(*want_leaves)
+    torch.testing.assert_close(got, want, equal_nan=equal_nan)
+    if grad:
+        dy = torch.linspace(-1.5, 2.0, want.numel(), dtype=want.dtype).reshape(want.shape)
+        g_got = torch.autograd.grad(got, leaves, dy, allow_unused=allow_unused)
+        g_want = torch.autograd.grad(want, want_leaves, dy, allow_unused=allow_unused)
+        for a, b in zip(g_got, g_want):
+            if b is not None:
+                torch.testing.assert_close(a, b, equal_nan=equal_nan)
+    assert be.unlowered_ops == {}, be.summary()
