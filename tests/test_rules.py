@@ -157,7 +157,10 @@ def test_forward_lowerings_reach_wgpu_kinds() -> None:
     for r in ALL_RULES:
         if r.group in ("forward", "backward"):
             lowerings.setdefault(_key(_lhs(r)), []).append(r)
-    forward = {_key(_lhs(r)) for r in ALL_RULES if r.group == "forward"}
+    forward: dict[tuple[str, str, str], list] = {}
+    for r in ALL_RULES:
+        if r.group == "forward":
+            forward.setdefault(_key(_lhs(r)), []).append(r)
     # every kind wgpu lacks is lowered, and so is BatchNormInference
     missing_kinds = {("Activation", k) for k in ACTIVATION_KINDS if not wgpu.runs("Activation", k)}
     assert missing_kinds | {("BatchNormInference", "")} <= {(op, kind) for _, op, kind in forward}
@@ -170,8 +173,17 @@ def test_forward_lowerings_reach_wgpu_kinds() -> None:
         return key not in seen and any(all(runs(k) or lowered(k, seen + (key,)) for k in _labels(r.rhs))
                                        for r in lowerings.get(key, []))
 
+    def acyclic(label: tuple[str, str, str], seen: tuple = ()) -> None:
+        """No forward rule of label builds, through forward rules, what wgpu lacks and label is."""
+        assert label not in seen, f"cyclic lowering {seen + (label,)}"
+        for r in forward[label]:
+            for key in _labels(r.rhs):
+                if not runs(key) and key in forward:
+                    acyclic(key, seen + (label,))
+
     for label in forward:
         assert lowered(label), f"{label} does not reach what wgpu runs by any chain of rules"
+        acyclic(label)
     # the forward kinds the backward rules build are lowered too
     for r in ALL_RULES:
         for key in _labels(r.rhs):
